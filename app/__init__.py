@@ -1,0 +1,1 @@
+"""Fieldsync core: store, queue, sync engine and command line. Never imports Qt."""

@@ -1,0 +1,145 @@
+"""The work-order record schema, shared by the device core (`app/`) and the server (`server/`).
+
+One module so that the editor, the command line, the queue and the server validate a work
+order with exactly the same rules. Pydantic models reject unknown fields.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = [
+    "EDITABLE_FIELDS",
+    "PAYLOAD_SCHEMA_VERSION",
+    "Mutation",
+    "Op",
+    "Priority",
+    "Status",
+    "ValidationError",
+    "WorkOrder",
+    "WorkOrderPatch",
+    "format_validation_error",
+    "validate_create",
+    "validate_patch",
+]
+
+#: Version of the mutation payload shape stored in queued jobs. A migration that changes the
+#: record shape bumps this and rewrites queued payloads (see app/store/migrations.py).
+PAYLOAD_SCHEMA_VERSION = 1
+
+Status = Literal["open", "in_progress", "done", "cancelled"]
+Priority = Literal["low", "normal", "high"]
+Op = Literal["create", "update", "delete"]
+
+Title = Annotated[str, Field(min_length=1, max_length=200)]
+ShortText = Annotated[str, Field(max_length=200)]
+Notes = Annotated[str, Field(max_length=10_000)]
+
+#: Fields a person (or device) may set; everything else on a record is owned by the server.
+EDITABLE_FIELDS: tuple[str, ...] = (
+    "title",
+    "site",
+    "status",
+    "priority",
+    "notes",
+    "assignee",
+    "due_date",
+    "deleted",
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class WorkOrderPatch(_Strict):
+    """A partial set of editable fields (the body of an update)."""
+
+    title: Title | None = None
+    site: ShortText | None = None
+    status: Status | None = None
+    priority: Priority | None = None
+    notes: Notes | None = None
+    assignee: ShortText | None = None
+    due_date: dt.date | None = None
+    deleted: bool | None = None
+
+    @field_validator("title")
+    @classmethod
+    def _title_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("title must not be blank")
+        return value
+
+
+class WorkOrder(_Strict):
+    """The editable fields of a full work order (the body of a create)."""
+
+    title: Title
+    site: ShortText = ""
+    status: Status = "open"
+    priority: Priority = "normal"
+    notes: Notes = ""
+    assignee: ShortText = ""
+    due_date: dt.date | None = None
+    deleted: bool = False
+
+    @field_validator("title")
+    @classmethod
+    def _title_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("title must not be blank")
+        return value
+
+
+class Mutation(_Strict):
+    """One change to one work order, as sent to `POST /v1/mutations`."""
+
+    entity_id: str
+    op: Op
+    base_version: int | None = Field(default=None, ge=1)
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("entity_id")
+    @classmethod
+    def _entity_id_is_uuid(cls, value: str) -> str:
+        try:
+            uuid.UUID(value)
+        except ValueError:
+            raise ValueError("entity_id must be a UUID") from None
+        return value
+
+
+def validate_create(fields: dict[str, Any]) -> dict[str, Any]:
+    """Validate a full record; return it in JSON form with defaults filled in."""
+    return WorkOrder.model_validate(fields).model_dump(mode="json")
+
+
+def validate_patch(fields: dict[str, Any]) -> dict[str, Any]:
+    """Validate a partial record; return only the fields given, in JSON form."""
+    patch = WorkOrderPatch.model_validate(fields)
+    given = patch.model_dump(mode="json", exclude_unset=True)
+    for name, value in list(given.items()):
+        if value is not None or name == "due_date":
+            continue
+        if name in _CLEARABLE_TEXT:
+            given[name] = ""
+        else:
+            raise ValueError(f"{name} cannot be null")
+    return given
+
+
+_CLEARABLE_TEXT = frozenset({"site", "notes", "assignee"})
+
+
+def format_validation_error(error: ValidationError) -> str:
+    """One line a person can read: `title: String should have at most 200 characters; ...`."""
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "record"
+        parts.append(f"{where}: {item['msg']}")
+    return "; ".join(parts)

@@ -1,0 +1,1 @@
+"""Local store: models, migrations and the durable job queue."""

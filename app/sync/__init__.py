@@ -1,0 +1,1 @@
+"""Sync engine: delivery worker, transport, classification, reconciliation, conflicts."""

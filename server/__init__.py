@@ -1,0 +1,1 @@
+"""Fieldsync reference sync server."""

@@ -1,0 +1,1 @@
+"""Fieldsync Qt app (PySide6, QML)."""
