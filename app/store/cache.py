@@ -1,0 +1,131 @@
+"""The local cache of work orders: what the person sees, served offline.
+
+The cache is never the source of truth for mutations (the queue is): its editable fields show
+the server's record with pending local edits applied on top, and ``server_snapshot`` keeps the
+server's record as last seen, the base of three-way merges. Pending counts come from the queue.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import peewee as pw
+
+from app.records import EDITABLE_FIELDS
+from app.store.db import connection
+from app.store.errors import storage_errors
+
+__all__ = ["SYNC_COLUMNS", "WorkOrderCache"]
+
+SYNC_COLUMNS = (
+    "server_version",
+    "etag",
+    "server_updated_at",
+    "server_updated_by",
+    "origin",
+    "local_updated_at",
+    "last_synced_at",
+)
+_COLUMNS = ("id", *EDITABLE_FIELDS, *SYNC_COLUMNS)
+_SELECT = (
+    f"SELECT {', '.join('w.' + c for c in _COLUMNS)}, "
+    "(SELECT COUNT(*) FROM jobs AS j WHERE j.entity_key = w.id "
+    "AND j.status IN ('pending', 'leased', 'conflict', 'dead')) AS pending_edits "
+    "FROM work_orders AS w"
+)
+
+
+def _row_to_dict(row: tuple[Any, ...]) -> dict[str, Any]:
+    record = dict(zip((*_COLUMNS, "pending_edits"), row, strict=True))
+    record["deleted"] = bool(record["deleted"])
+    return record
+
+
+class WorkOrderCache:
+    """Reads and local writes of cached work orders. Call off the UI loop."""
+
+    def __init__(self, db: pw.SqliteDatabase, path: Path) -> None:
+        self.db = db
+        self.path = path
+
+    def get(self, entity_id: str) -> dict[str, Any] | None:
+        with storage_errors(self.path):
+            row = connection(self.db).execute(f"{_SELECT} WHERE w.id = ?", (entity_id,)).fetchone()
+        return None if row is None else _row_to_dict(row)
+
+    def server_snapshot(self, entity_id: str) -> dict[str, Any] | None:
+        with storage_errors(self.path):
+            row = (
+                connection(self.db)
+                .execute("SELECT server_snapshot FROM work_orders WHERE id = ?", (entity_id,))
+                .fetchone()
+            )
+        return None if row is None or row[0] is None else dict(json.loads(row[0]))
+
+    def query(
+        self,
+        *,
+        search: str = "",
+        status: str | None = None,
+        include_deleted: bool = False,
+        limit: int = 200,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        where, params = self._filters(search, status, include_deleted)
+        sql = f"{_SELECT}{where} ORDER BY w.title COLLATE NOCASE, w.id LIMIT ? OFFSET ?"
+        with storage_errors(self.path):
+            rows = connection(self.db).execute(sql, (*params, limit, offset)).fetchall()
+        return [_row_to_dict(row) for row in rows]
+
+    def count(
+        self, *, search: str = "", status: str | None = None, include_deleted: bool = False
+    ) -> int:
+        where, params = self._filters(search, status, include_deleted)
+        with storage_errors(self.path):
+            row = (
+                connection(self.db)
+                .execute(f"SELECT COUNT(*) FROM work_orders AS w{where}", params)
+                .fetchone()
+            )
+        return int(row[0])
+
+    @staticmethod
+    def _filters(
+        search: str, status: str | None, include_deleted: bool
+    ) -> tuple[str, tuple[Any, ...]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if not include_deleted:
+            clauses.append("w.deleted = 0")
+        if status:
+            clauses.append("w.status = ?")
+            params.append(status)
+        if search:
+            like = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            clauses.append(
+                "(w.title LIKE ? ESCAPE '\\' OR w.site LIKE ? ESCAPE '\\' "
+                "OR w.assignee LIKE ? ESCAPE '\\')"
+            )
+            params.extend([like, like, like])
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        return where, tuple(params)
+
+    # -- local writes (inside the caller's transaction) ---------------------------------------
+
+    def insert_local(self, entity_id: str, fields: dict[str, Any], now: float) -> None:
+        names = ("id", *fields.keys(), "origin", "local_updated_at")
+        values = (entity_id, *fields.values(), "local", now)
+        connection(self.db).execute(
+            f"INSERT INTO work_orders ({', '.join(names)}) "
+            f"VALUES ({', '.join('?' for _ in names)})",
+            values,
+        )
+
+    def apply_local(self, entity_id: str, fields: dict[str, Any], now: float) -> None:
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        connection(self.db).execute(
+            f"UPDATE work_orders SET {assignments}, local_updated_at = ? WHERE id = ?",
+            (*fields.values(), now, entity_id),
+        )

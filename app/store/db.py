@@ -1,0 +1,122 @@
+"""Opening the device database: refuse what is not ours, apply durable pragmas, migrate.
+
+Pragmas, and why:
+- ``journal_mode=WAL``: readers (the UI, ``fieldsync status``) never block the worker's writes.
+- ``synchronous=FULL`` (default): every commit is fsynced, WAL included. A phone's battery dies
+  without warning; an edit the person saw saved must survive it. ``NORMAL`` is accepted for
+  benchmarks and bulk imports that choose speed and can be redone.
+- ``busy_timeout=5000``: two processes (the GUI and the headless worker) share one file; a
+  short wait for the write lock beats failing.
+- ``foreign_keys=ON``: attempts are deleted with their job.
+- Write transactions start with ``BEGIN IMMEDIATE`` so two writers never deadlock on a lock
+  upgrade.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import peewee as pw
+import platformdirs
+
+from app.store.errors import CorruptDatabaseError, SchemaTooNewError, storage_errors
+from app.store.migrations import LATEST_VERSION, migrate
+
+__all__ = [
+    "DB_FILENAME",
+    "connection",
+    "default_data_dir",
+    "open_database",
+    "read_schema_version",
+]
+
+DB_FILENAME = "fieldsync.sqlite3"
+_SQLITE_HEADER = b"SQLite format 3\x00"
+SYNCHRONOUS_MODES = ("FULL", "NORMAL", "EXTRA")
+
+
+def default_data_dir() -> Path:
+    """``$FIELDSYNC_DATA_DIR``, else the XDG data dir (Flatpak redirects it per app)."""
+    override = os.environ.get("FIELDSYNC_DATA_DIR")
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_data_dir("fieldsync", appauthor=False))
+
+
+def connection(db: pw.SqliteDatabase) -> sqlite3.Connection:
+    """The thread's sqlite3 connection, for prepared SQL on the hot paths."""
+    conn: sqlite3.Connection = db.connection()
+    return conn
+
+
+def _check_header(path: Path) -> None:
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(len(_SQLITE_HEADER))
+    except IsADirectoryError:
+        raise CorruptDatabaseError(path, "it is a directory") from None
+    if header and header != _SQLITE_HEADER[: len(header)]:
+        raise CorruptDatabaseError(path, "not an SQLite database")
+    if 0 < len(header) < len(_SQLITE_HEADER):
+        raise CorruptDatabaseError(path, "truncated SQLite header")
+
+
+def read_schema_version(path: Path) -> int:
+    """The schema version of an existing file, read without writing anything (0 = new)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    _check_header(path)
+    uri = f"file:{path}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            has_table = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'"
+            ).fetchone()
+            if not has_table:
+                return 0
+            row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            return int(row[0] or 0)
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            raise CorruptDatabaseError(path, str(exc)) from None
+        raise
+
+
+def open_database(path: Path, *, synchronous: str = "FULL") -> pw.SqliteDatabase:
+    """Open (creating if needed) and migrate the database at ``path``.
+
+    A file that is not SQLite, is damaged, or was written by a newer schema raises before
+    anything is written to it.
+    """
+    synchronous = synchronous.upper()
+    if synchronous not in SYNCHRONOUS_MODES:
+        raise ValueError(f"synchronous must be one of {SYNCHRONOUS_MODES}, not {synchronous!r}")
+    found = read_schema_version(path)
+    if found > LATEST_VERSION:
+        raise SchemaTooNewError(path, found, LATEST_VERSION)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = pw.SqliteDatabase(
+        str(path),
+        pragmas={
+            "journal_mode": "wal",
+            "synchronous": synchronous,
+            "busy_timeout": 5000,
+            "foreign_keys": 1,
+        },
+        lock_type="IMMEDIATE",
+        timeout=5,
+    )
+    with storage_errors(path):
+        db.connect(reuse_if_open=True)
+        try:
+            migrate(db)
+        except BaseException:
+            db.close()
+            raise
+    return db

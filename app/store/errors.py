@@ -1,0 +1,149 @@
+"""Errors of the local store, sorted by what a person or the worker can do about them.
+
+    StoreError                    anything the store reports on purpose
+    ├── CorruptDatabaseError      not an SQLite file, or SQLite says it is damaged; left untouched
+    ├── SchemaTooNewError         written by a newer Fieldsync; left untouched
+    ├── StorageConditionError     a known condition of the device: the queue is kept, tell the user
+    │   ├── StorageFullError      SQLITE_FULL: the disk (or the file size limit) is full
+    │   ├── StorageBusyError      SQLITE_BUSY/LOCKED beyond busy_timeout
+    │   ├── StorageReadOnlyError  SQLITE_READONLY / SQLITE_PERM / SQLITE_CANTOPEN
+    │   └── StorageIOError        SQLITE_IOERR
+    ├── WorkerLockHeldError       another delivery worker owns this data dir
+    └── InvalidEditError          the edit itself is invalid (bad fields, unknown record)
+
+Any other SQLite error is a bug and propagates unchanged. peewee and sqlite3 errors are
+translated here only (`translate`), at the store's boundary.
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = [
+    "CorruptDatabaseError",
+    "InvalidEditError",
+    "SchemaTooNewError",
+    "StorageBusyError",
+    "StorageConditionError",
+    "StorageFullError",
+    "StorageIOError",
+    "StorageReadOnlyError",
+    "StoreError",
+    "WorkerLockHeldError",
+    "storage_errors",
+    "translate",
+]
+
+
+class StoreError(Exception):
+    """Base class of every error the store raises on purpose."""
+
+
+class CorruptDatabaseError(StoreError):
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(
+            f"{path} is not a usable Fieldsync database ({reason}). It was left untouched; "
+            "move it aside (keep it: it may hold unsynced edits) or choose another --data-dir."
+        )
+        self.path = path
+
+
+class SchemaTooNewError(StoreError):
+    def __init__(self, path: Path, found: int, supported: int) -> None:
+        super().__init__(
+            f"{path} was written by a newer Fieldsync (schema {found}, this version reads up to "
+            f"{supported}). Nothing was changed; update Fieldsync to open it."
+        )
+        self.found = found
+        self.supported = supported
+
+
+class StorageConditionError(StoreError):
+    """A known condition of the device's storage. Nothing was half-written."""
+
+
+class StorageFullError(StorageConditionError):
+    pass
+
+
+class StorageBusyError(StorageConditionError):
+    pass
+
+
+class StorageReadOnlyError(StorageConditionError):
+    pass
+
+
+class StorageIOError(StorageConditionError):
+    pass
+
+
+class WorkerLockHeldError(StoreError):
+    pass
+
+
+class InvalidEditError(StoreError):
+    pass
+
+
+_CONDITIONS: dict[int, tuple[type[StorageConditionError], str]] = {
+    sqlite3.SQLITE_FULL: (StorageFullError, "the device storage is full"),
+    sqlite3.SQLITE_BUSY: (StorageBusyError, "the database is busy (another process holds it)"),
+    sqlite3.SQLITE_LOCKED: (StorageBusyError, "the database is locked"),
+    sqlite3.SQLITE_READONLY: (StorageReadOnlyError, "the database is read-only"),
+    sqlite3.SQLITE_PERM: (StorageReadOnlyError, "no permission to write the database"),
+    sqlite3.SQLITE_CANTOPEN: (StorageReadOnlyError, "the database file cannot be opened"),
+    sqlite3.SQLITE_IOERR: (StorageIOError, "a disk I/O error occurred"),
+}
+_CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+
+
+def _sqlite_error(exc: BaseException) -> sqlite3.Error | None:
+    """Find the sqlite3 error behind a peewee wrapper (peewee re-raises with it as args[0])."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, sqlite3.Error):
+            return seen
+        first = seen.args[0] if seen.args else None
+        if isinstance(first, sqlite3.Error):
+            return first
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def translate(exc: BaseException, path: Path) -> StoreError | None:
+    """The StoreError for a known SQLite condition, or None (a bug: let it propagate)."""
+    if isinstance(exc, StoreError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:  # outside SQLite (the lock file)
+        return StorageFullError(f"{path}: the device storage is full")
+    error = _sqlite_error(exc)
+    if error is None:
+        return None
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is None:
+        return None
+    primary = code & 0xFF
+    if primary in _CORRUPT_CODES:
+        return CorruptDatabaseError(path, str(error))
+    known = _CONDITIONS.get(primary)
+    if known is None:
+        return None
+    cls, words = known
+    return cls(f"{path}: {words} ({error}). Queued edits are kept.")
+
+
+@contextmanager
+def storage_errors(path: Path) -> Iterator[None]:
+    """Re-raise known SQLite conditions as StoreErrors; anything else unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        translated = translate(exc, path)
+        if translated is None or translated is exc:
+            raise
+        raise translated from exc

@@ -1,0 +1,84 @@
+"""Forward-only schema migrations (playhouse.migrate), including queued payloads.
+
+Each migration runs in its own transaction together with the row recording it, so a crash
+leaves the database at the previous version or the next, never between. A migration that
+changes the shape of a work order must also rewrite queued payloads with
+`rewrite_queued_payloads`, so an app update never strands edits made before it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import peewee as pw
+from playhouse.migrate import SqliteMigrator
+
+from app.store import models
+
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "migrate", "rewrite_queued_payloads"]
+
+Migration = Callable[[pw.SqliteDatabase, SqliteMigrator], None]
+
+
+def _v1_initial(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
+    with db.bind_ctx(models.SCHEMA_V1):
+        db.create_tables(models.SCHEMA_V1)
+    for statement in models.INDEXES_V1:
+        db.execute_sql(statement)
+
+
+#: (version, migration) in order. Append only; never edit a released migration.
+MIGRATIONS: list[tuple[int, Migration]] = [
+    (1, _v1_initial),
+]
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+def current_version(db: pw.SqliteDatabase) -> int:
+    if "schema_version" not in db.get_tables():
+        return 0
+    row = db.execute_sql("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(db: pw.SqliteDatabase) -> int:
+    """Apply every migration newer than the database; return the resulting version."""
+    migrator = SqliteMigrator(db)
+    version = current_version(db)
+    for target, migration in MIGRATIONS:
+        if target <= version:
+            continue
+        with db.atomic():
+            migration(db, migrator)
+            db.execute_sql(
+                "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)",
+                (target, time.time()),
+            )
+        version = target
+    return version
+
+
+def rewrite_queued_payloads(
+    db: pw.SqliteDatabase,
+    from_version: int,
+    to_version: int,
+    transform: Callable[[dict[str, Any]], dict[str, Any]],
+) -> int:
+    """Rewrite every not-yet-delivered payload of `from_version` to `to_version`.
+
+    Delivered (done) jobs keep their historical payloads. Returns the number rewritten.
+    """
+    rows = db.execute_sql(
+        "SELECT id, payload FROM jobs WHERE payload_version = ? AND status != 'done'",
+        (from_version,),
+    ).fetchall()
+    for job_id, payload in rows:
+        new_payload = json.dumps(transform(json.loads(payload)), separators=(",", ":"))
+        db.execute_sql(
+            "UPDATE jobs SET payload = ?, payload_version = ? WHERE id = ?",
+            (new_payload, to_version, job_id),
+        )
+    return len(rows)

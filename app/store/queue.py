@@ -1,0 +1,480 @@
+"""The durable job queue: enqueue with the local change, lease-based claims, outcomes.
+
+Every state change is one SQLite transaction (``BEGIN IMMEDIATE``), so a process killed at any
+instant leaves each job either as it was or as it became, never between. Nothing is deleted
+before the server acknowledged it: a claim only leases a job, and an expired lease returns it to
+``pending`` (``reclaim_expired``), so a crashed worker never strands work.
+
+Claims honour priority (highest first, oldest first within it) and per-entity order: a job is
+not claimable while an earlier job for the same entity is pending, leased, in conflict or dead,
+yet a stuck entity never blocks the others.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import peewee as pw
+
+from app.records import PAYLOAD_SCHEMA_VERSION
+from app.store.backoff import BackoffPolicy, backoff_delay
+from app.store.db import connection
+from app.store.errors import StoreError, storage_errors
+
+__all__ = ["ClaimedJob", "JobQueue", "Outcome", "QueueConfig"]
+
+PRIORITY_USER = 100
+PRIORITY_IMPORT = 10
+PRIORITY_BACKGROUND = 0
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    lease_seconds: float = 60.0
+    max_attempts: int = 12
+    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
+    done_retention_seconds: float = 7 * 86400.0
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    id: int
+    topic: str
+    payload: dict[str, Any]
+    payload_version: int
+    idempotency_key: str
+    entity_key: str
+    base_version: int | None
+    priority: int
+    attempt_count: int
+    correlation_id: str
+    created_at: float
+    claimed_at: float
+    locked_until: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt ended with; recorded in the attempt history."""
+
+    error: str | None = None
+    http_status: int | None = None
+    duration_ms: float | None = None
+
+
+_CLAIM_COLUMNS = (
+    "id, topic, payload, payload_version, idempotency_key, entity_key, base_version, "
+    "priority, attempt_count, correlation_id, created_at, locked_until"
+)
+
+_INSERT_JOB = (
+    "INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, "
+    "base_version, chained, priority, status, attempt_count, next_attempt_at, correlation_id, "
+    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)"
+)
+
+_CLAIM = f"""
+UPDATE jobs SET status = 'leased', locked_by = ?, locked_until = ?,
+       attempt_count = attempt_count + 1, updated_at = ?
+WHERE id IN (
+    SELECT j.id FROM jobs AS j
+    WHERE j.status = 'pending' AND j.next_attempt_at <= ?
+      AND NOT EXISTS (
+          SELECT 1 FROM jobs AS e
+          WHERE e.entity_key = j.entity_key AND e.id < j.id
+            AND e.status IN ('pending', 'leased', 'conflict', 'dead'))
+    ORDER BY j.priority DESC, j.id
+    LIMIT ?)
+RETURNING {_CLAIM_COLUMNS}
+"""
+
+_INSERT_ATTEMPT = (
+    "INSERT INTO attempts (job_id, started_at, duration_ms, outcome, http_status, error) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+
+
+def new_idempotency_key() -> str:
+    return str(uuid.uuid4())
+
+
+class JobQueue:
+    """The queue over one open database. Methods are synchronous; call them off the UI loop."""
+
+    def __init__(
+        self,
+        db: pw.SqliteDatabase,
+        path: Path,
+        config: QueueConfig | None = None,
+        *,
+        clock: Clock = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.db = db
+        self.path = path
+        self.config = config or QueueConfig()
+        self.clock = clock
+        self.rng = rng or random.Random()
+
+    # -- enqueue -----------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        topic: str,
+        payload: dict[str, Any],
+        entity_key: str,
+        *,
+        priority: int = PRIORITY_USER,
+        base_version: int | None = None,
+        correlation_id: str | None = None,
+    ) -> int:
+        """Add a job; inside an outer ``db.atomic()`` it commits with the caller's change.
+
+        The idempotency key is generated here, once, and never changes across retries.
+        A job enqueued behind outstanding jobs for the same entity is *chained*: its base
+        version is filled in by the acknowledgement of the job before it.
+        """
+        now = self.clock()
+        body = json.dumps(payload, separators=(",", ":"))
+        with storage_errors(self.path), self.db.atomic():
+            conn = connection(self.db)
+            chained = (
+                conn.execute(
+                    "SELECT 1 FROM jobs WHERE entity_key = ? "
+                    "AND status IN ('pending', 'leased', 'conflict', 'dead') LIMIT 1",
+                    (entity_key,),
+                ).fetchone()
+                is not None
+            )
+            cursor = conn.execute(
+                _INSERT_JOB,
+                (
+                    topic,
+                    body,
+                    PAYLOAD_SCHEMA_VERSION,
+                    new_idempotency_key(),
+                    entity_key,
+                    None if chained else base_version,
+                    int(chained),
+                    priority,
+                    now,
+                    correlation_id or str(uuid.uuid4()),
+                    now,
+                    now,
+                ),
+            )
+            job_id = cursor.lastrowid
+        assert job_id is not None
+        return job_id
+
+    # -- claim -------------------------------------------------------------------------------
+
+    def claim(self, worker_id: str, limit: int = 1) -> list[ClaimedJob]:
+        """Lease up to ``limit`` ready jobs to ``worker_id`` in one statement.
+
+        Two processes on one database never hold the same job: the UPDATE runs inside
+        ``BEGIN IMMEDIATE`` and only takes rows that are still ``pending``.
+        """
+        now = self.clock()
+        until = now + self.config.lease_seconds
+        with storage_errors(self.path), self.db.atomic():
+            rows = (
+                connection(self.db).execute(_CLAIM, (worker_id, until, now, now, limit)).fetchall()
+            )
+        jobs = [
+            ClaimedJob(
+                id=row[0],
+                topic=row[1],
+                payload=json.loads(row[2]),
+                payload_version=row[3],
+                idempotency_key=row[4],
+                entity_key=row[5],
+                base_version=row[6],
+                priority=row[7],
+                attempt_count=row[8],
+                correlation_id=row[9],
+                created_at=row[10],
+                claimed_at=now,
+                locked_until=row[11],
+            )
+            for row in rows
+        ]
+        jobs.sort(key=lambda job: (-job.priority, job.id))
+        return jobs
+
+    # -- outcomes ----------------------------------------------------------------------------
+
+    def ack(
+        self,
+        job: ClaimedJob,
+        outcome: Outcome | None = None,
+        *,
+        result_version: int | None = None,
+    ) -> bool:
+        """The server applied the job (or had already: a replay). Returns False if it was
+        already finished by someone else."""
+        return self.ack_many([(job, outcome or Outcome(), result_version)]) == 1
+
+    def ack_many(self, results: Iterable[tuple[ClaimedJob, Outcome, int | None]]) -> int:
+        """Mark many jobs done in one commit (the batch path). Returns how many changed.
+
+        Done is accepted from ``leased`` or ``pending`` (a lease that expired while the
+        response was on its way): the server's idempotency key made the effect single either
+        way. ``result_version`` rebases the next chained job of the same entity.
+        """
+        now = self.clock()
+        changed = 0
+        with storage_errors(self.path), self.db.atomic():
+            conn = connection(self.db)
+            for job, outcome, result_version in results:
+                cursor = conn.execute(
+                    "UPDATE jobs SET status = 'done', locked_by = NULL, locked_until = NULL, "
+                    "last_error = NULL, updated_at = ?, finished_at = ? "
+                    "WHERE id = ? AND status IN ('leased', 'pending')",
+                    (now, now, job.id),
+                )
+                if cursor.rowcount == 0:
+                    continue
+                changed += 1
+                self._record_attempt(conn, job, "done", outcome, now)
+                if result_version is not None:
+                    self._rebase_next(conn, job, result_version)
+        return changed
+
+    def _rebase_next(self, conn: sqlite3.Connection, job: ClaimedJob, version: int) -> None:
+        conn.execute(
+            "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
+            "WHERE id = (SELECT MIN(id) FROM jobs WHERE entity_key = ? AND id > ? "
+            "AND status != 'done') AND chained = 1",
+            (version, job.entity_key, job.id),
+        )
+
+    def retry(self, job: ClaimedJob, outcome: Outcome, *, retry_after: float | None = None) -> str:
+        """A transient failure: back to pending after a backoff, or dead past the limit.
+
+        Returns the job's new status (``pending`` or ``dead``); ``stale`` when the lease was
+        lost meanwhile and another worker owns the job now (nothing is changed then).
+        """
+        now = self.clock()
+        if job.attempt_count >= self.config.max_attempts:
+            reason = f"gave up after {job.attempt_count} attempts: {outcome.error}"
+            return self._finish(
+                job, "dead", Outcome(reason, outcome.http_status, outcome.duration_ms), now
+            )
+        delay = backoff_delay(
+            job.attempt_count, self.config.backoff, self.rng, retry_after=retry_after
+        )
+        with storage_errors(self.path), self.db.atomic():
+            conn = connection(self.db)
+            cursor = conn.execute(
+                "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
+                "next_attempt_at = ?, last_error = ?, updated_at = ? "
+                "WHERE id = ? AND status = 'leased' AND locked_until = ?",
+                (now + delay, outcome.error, now, job.id, job.locked_until),
+            )
+            if cursor.rowcount == 0:
+                return "stale"
+            self._record_attempt(conn, job, "retry", outcome, now)
+        return "pending"
+
+    def dead(self, job: ClaimedJob, outcome: Outcome) -> str:
+        """A permanent failure: dead-lettered with the reason, kept for review."""
+        return self._finish(job, "dead", outcome, self.clock())
+
+    def conflict(self, job: ClaimedJob, outcome: Outcome) -> str:
+        """The server holds a newer version: the job waits for a person, not for a retry."""
+        return self._finish(job, "conflict", outcome, self.clock())
+
+    def _finish(self, job: ClaimedJob, status: str, outcome: Outcome, now: float) -> str:
+        with storage_errors(self.path), self.db.atomic():
+            conn = connection(self.db)
+            cursor = conn.execute(
+                "UPDATE jobs SET status = ?, locked_by = NULL, locked_until = NULL, "
+                "last_error = ?, updated_at = ?, finished_at = ? "
+                "WHERE id = ? AND status IN ('leased', 'pending')",
+                (status, outcome.error, now, now, job.id),
+            )
+            if cursor.rowcount == 0:
+                return "stale"
+            self._record_attempt(conn, job, status, outcome, now)
+        return status
+
+    def release(self, jobs: Sequence[ClaimedJob]) -> int:
+        """Give leases back unsent (graceful stop); the claim does not count as an attempt."""
+        now = self.clock()
+        released = 0
+        with storage_errors(self.path), self.db.atomic():
+            conn = connection(self.db)
+            for job in jobs:
+                cursor = conn.execute(
+                    "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
+                    "attempt_count = MAX(attempt_count - 1, 0), updated_at = ? "
+                    "WHERE id = ? AND status = 'leased' AND locked_until = ?",
+                    (now, job.id, job.locked_until),
+                )
+                released += cursor.rowcount
+        return released
+
+    def _record_attempt(
+        self, conn: sqlite3.Connection, job: ClaimedJob, result: str, outcome: Outcome, now: float
+    ) -> None:
+        duration = outcome.duration_ms
+        if duration is None:
+            duration = max(now - job.claimed_at, 0.0) * 1000.0
+        conn.execute(
+            _INSERT_ATTEMPT,
+            (job.id, job.claimed_at, duration, result, outcome.http_status, outcome.error),
+        )
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def reclaim_expired(self) -> int:
+        """Return jobs whose lease ran out to pending; count them as lease timeouts."""
+        now = self.clock()
+        with storage_errors(self.path), self.db.atomic():
+            conn = connection(self.db)
+            rows = conn.execute(
+                "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
+                "last_error = COALESCE(last_error, 'lease expired'), updated_at = ? "
+                "WHERE status = 'leased' AND locked_until <= ? "
+                "RETURNING id, locked_until",
+                (now, now),
+            ).fetchall()
+            for job_id, _ in rows:
+                conn.execute(
+                    _INSERT_ATTEMPT,
+                    (job_id, now, None, "lease_expired", None, "lease expired (worker stopped?)"),
+                )
+            if rows:
+                self._bump(conn, "lease_timeouts", len(rows))
+        return len(rows)
+
+    def clamp_times(self) -> int:
+        """Guard against the device clock moving: no wait longer than the backoff cap, no
+        lease longer than the lease time. Spread clamped retries over the cap so a clock set
+        back a day neither strands jobs for a day nor fires them all at once."""
+        now = self.clock()
+        cap = self.config.backoff.cap
+        changed = 0
+        with storage_errors(self.path), self.db.atomic():
+            conn = connection(self.db)
+            ids = conn.execute(
+                "SELECT id FROM jobs WHERE status = 'pending' AND next_attempt_at > ?",
+                (now + cap,),
+            ).fetchall()
+            for (job_id,) in ids:
+                conn.execute(
+                    "UPDATE jobs SET next_attempt_at = ? WHERE id = ?",
+                    (now + self.rng.uniform(0.0, cap), job_id),
+                )
+            changed += len(ids)
+            cursor = conn.execute(
+                "UPDATE jobs SET locked_until = ? WHERE status = 'leased' AND locked_until > ?",
+                (now + self.config.lease_seconds, now + self.config.lease_seconds),
+            )
+            changed += cursor.rowcount
+        return changed
+
+    def prune_done(self, *, batch: int = 5000) -> int:
+        """Delete done jobs (and their attempts) older than the retention age."""
+        cutoff = self.clock() - self.config.done_retention_seconds
+        total = 0
+        while True:
+            with storage_errors(self.path), self.db.atomic():
+                cursor = connection(self.db).execute(
+                    "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = 'done' "
+                    "AND finished_at < ? LIMIT ?)",
+                    (cutoff, batch),
+                )
+            total += cursor.rowcount
+            if cursor.rowcount < batch:
+                return total
+
+    def next_attempt_at(self) -> float | None:
+        """When the earliest pending job becomes ready (the worker sleeps until then)."""
+        with storage_errors(self.path):
+            row = (
+                connection(self.db)
+                .execute("SELECT MIN(next_attempt_at) FROM jobs WHERE status = 'pending'")
+                .fetchone()
+            )
+        return None if row[0] is None else float(row[0])
+
+    # -- dead letters ------------------------------------------------------------------------
+
+    def retry_dead(self, job_id: int, payload: dict[str, Any] | None = None) -> str:
+        """Send a dead (or conflicted) job again. Unchanged, it keeps its idempotency key;
+        with an edited payload it is a new request and gets a new key. Returns the key."""
+        now = self.clock()
+        with storage_errors(self.path), self.db.atomic():
+            conn = connection(self.db)
+            row = conn.execute(
+                "SELECT payload, idempotency_key, status FROM jobs WHERE id = ?", (job_id,)
+            ).fetchone()
+            if row is None or row[2] not in ("dead", "conflict"):
+                raise StoreError(f"job {job_id} is not a dead or conflicted job")
+            key = row[1]
+            body = row[0]
+            if payload is not None:
+                new_body = json.dumps(payload, separators=(",", ":"))
+                if new_body != body:
+                    body, key = new_body, new_idempotency_key()
+            conn.execute(
+                "UPDATE jobs SET status = 'pending', payload = ?, idempotency_key = ?, "
+                "attempt_count = 0, next_attempt_at = ?, finished_at = NULL, updated_at = ? "
+                "WHERE id = ?",
+                (body, key, now, now, job_id),
+            )
+        return str(key)
+
+    def discard(self, job_id: int) -> dict[str, Any]:
+        """Give up on a dead or conflicted job; returns its row for the audit log."""
+        now = self.clock()
+        with storage_errors(self.path), self.db.atomic():
+            conn = connection(self.db)
+            cursor = conn.execute(
+                "UPDATE jobs SET status = 'done', last_error = 'discarded: ' || "
+                "COALESCE(last_error, ''), updated_at = ?, finished_at = ? "
+                "WHERE id = ? AND status IN ('dead', 'conflict') "
+                "RETURNING id, entity_key, payload, idempotency_key, last_error",
+                (now, now, job_id),
+            ).fetchone()
+            if cursor is None:
+                raise StoreError(f"job {job_id} is not a dead or conflicted job")
+            self._bump(conn, "jobs_discarded", 1)
+            entry = {
+                "id": cursor[0],
+                "entity_key": cursor[1],
+                "payload": json.loads(cursor[2]),
+                "idempotency_key": cursor[3],
+                "last_error": cursor[4],
+            }
+            conn.execute(
+                "INSERT INTO audit_log (at, action, job_id, entity_key, detail) "
+                "VALUES (?, 'discard', ?, ?, ?)",
+                (now, job_id, entry["entity_key"], json.dumps(entry)),
+            )
+        return entry
+
+    # -- counters ----------------------------------------------------------------------------
+
+    def _bump(self, conn: sqlite3.Connection, name: str, amount: int) -> None:
+        conn.execute(
+            "INSERT INTO counters (name, value) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+            (name, amount),
+        )
+
+    def bump(self, name: str, amount: int = 1) -> None:
+        with storage_errors(self.path), self.db.atomic():
+            self._bump(connection(self.db), name, amount)

@@ -1,0 +1,64 @@
+"""Read-only figures about the queue and the database, for `fieldsync status --json`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import peewee as pw
+
+from app.store.db import connection
+from app.store.models import JOB_STATUSES
+
+__all__ = ["ATTEMPT_BUCKETS", "queue_stats"]
+
+#: Attempt histogram buckets: label -> inclusive range of attempt_count.
+ATTEMPT_BUCKETS: tuple[tuple[str, int, int], ...] = (
+    ("0", 0, 0),
+    ("1", 1, 1),
+    ("2", 2, 2),
+    ("3-5", 3, 5),
+    ("6-10", 6, 10),
+    ("11+", 11, 1 << 62),
+)
+
+
+def database_size(path: Path) -> int:
+    """Bytes on disk: the file plus its WAL (which holds recent commits until checkpointed)."""
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        candidate = path.with_name(path.name + suffix)
+        if candidate.exists():
+            total += candidate.stat().st_size
+    return total
+
+
+def queue_stats(db: pw.SqliteDatabase, path: Path, now: float | None = None) -> dict[str, Any]:
+    now = time.time() if now is None else now
+    conn = connection(db)
+    depth = dict.fromkeys(JOB_STATUSES, 0)
+    for status, count in conn.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status"):
+        depth[status] = count
+    oldest = conn.execute(
+        "SELECT MIN(created_at) FROM jobs WHERE status IN ('pending', 'leased')"
+    ).fetchone()[0]
+    # Over every retained job, delivered ones included: how many tries did delivery take?
+    cases = " ".join(
+        f"WHEN attempt_count BETWEEN {low} AND {high} THEN '{label}'"
+        for label, low, high in ATTEMPT_BUCKETS
+    )
+    histogram = {label: 0 for label, _, _ in ATTEMPT_BUCKETS}
+    for label, count in conn.execute(
+        f"SELECT CASE {cases} END AS bucket, COUNT(*) FROM jobs GROUP BY bucket"
+    ):
+        histogram[label] = count
+    counters = dict(conn.execute("SELECT name, value FROM counters").fetchall())
+    return {
+        "queue_depth": depth,
+        "oldest_pending_age_s": None if oldest is None else round(max(now - oldest, 0.0), 3),
+        "attempt_histogram": histogram,
+        "lease_timeouts": counters.get("lease_timeouts", 0),
+        "counters": counters,
+        "database_size_bytes": database_size(path),
+    }

@@ -1,0 +1,188 @@
+"""The local store as the UI and the command line use it: one edit, one transaction.
+
+``record_edit`` validates a change with the server's rules, writes it to the cache and enqueues
+its job in the same transaction: both are durable, or neither is.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from app.records import (
+    ValidationError,
+    format_validation_error,
+    validate_create,
+    validate_patch,
+)
+from app.store.cache import WorkOrderCache
+from app.store.db import DB_FILENAME, open_database
+from app.store.errors import InvalidEditError, storage_errors
+from app.store.queue import PRIORITY_IMPORT, PRIORITY_USER, JobQueue, QueueConfig
+from app.store.stats import queue_stats
+
+__all__ = ["TOPIC_WORK_ORDERS", "EditResult", "Store"]
+
+TOPIC_WORK_ORDERS = "work_orders"
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """What an edit changed, so the UI can repaint just that row."""
+
+    entity_id: str
+    job_id: int
+    op: str
+
+
+class Store:
+    """The device database: cache + queue, opened from a data dir."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        synchronous: str = "FULL",
+        queue_config: QueueConfig | None = None,
+        clock: Any = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.data_dir = data_dir
+        self.path = data_dir / DB_FILENAME
+        self.clock = clock
+        self.db = open_database(self.path, synchronous=synchronous)
+        self.queue = JobQueue(self.db, self.path, queue_config, clock=clock, rng=rng)
+        self.cache = WorkOrderCache(self.db, self.path)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- edits -------------------------------------------------------------------------------
+
+    def record_edit(
+        self,
+        op: Literal["create", "update", "delete"],
+        entity_id: str | None = None,
+        fields: dict[str, Any] | None = None,
+        *,
+        base_version: int | None = None,
+        priority: int = PRIORITY_USER,
+    ) -> EditResult:
+        """Save one change locally and queue it for the server, atomically.
+
+        ``base_version`` is the server version the person was looking at; by default the
+        cached one. Raises InvalidEditError (nothing written) on invalid input.
+        """
+        fields = dict(fields or {})
+        with storage_errors(self.path), self.db.atomic():
+            return self._record(op, entity_id, fields, base_version, priority)
+
+    def import_records(self, records: Iterable[dict[str, Any]], *, chunk: int = 500) -> list[str]:
+        """Bulk offline creates, one transaction per chunk, at import priority.
+
+        Every record is validated before its chunk is written: a bad line aborts the import
+        with its line number and leaves the chunks before it saved.
+        """
+        created: list[str] = []
+        batch: list[tuple[str, dict[str, Any]]] = []
+        for line_no, record in enumerate(records, start=1):
+            record = dict(record)
+            entity_id = str(record.pop("id", None) or uuid.uuid4())
+            try:
+                _check_uuid(entity_id)
+                batch.append((entity_id, validate_create(record)))
+            except (ValidationError, ValueError, InvalidEditError) as exc:
+                raise InvalidEditError(f"record {line_no}: {_reason(exc)}") from None
+            if len(batch) >= chunk:
+                created.extend(self._write_creates(batch))
+                batch = []
+        if batch:
+            created.extend(self._write_creates(batch))
+        return created
+
+    def _write_creates(self, batch: list[tuple[str, dict[str, Any]]]) -> list[str]:
+        with storage_errors(self.path), self.db.atomic():
+            for entity_id, fields in batch:
+                self._record("create", entity_id, fields, None, PRIORITY_IMPORT)
+        return [entity_id for entity_id, _ in batch]
+
+    def _record(
+        self,
+        op: str,
+        entity_id: str | None,
+        fields: dict[str, Any],
+        base_version: int | None,
+        priority: int,
+    ) -> EditResult:
+        now = self.clock()
+        try:
+            if op == "create":
+                entity_id = entity_id or str(uuid.uuid4())
+                _check_uuid(entity_id)
+                if self.cache.get(entity_id) is not None:
+                    raise InvalidEditError(f"work order {entity_id} already exists")
+                clean = validate_create(fields)
+                self.cache.insert_local(entity_id, clean, now)
+                payload_fields = clean
+            elif op in ("update", "delete"):
+                if not entity_id:
+                    raise InvalidEditError(f"{op} needs a work-order id")
+                current = self.cache.get(entity_id)
+                if current is None:
+                    raise InvalidEditError(f"no work order {entity_id} on this device")
+                if current["deleted"]:
+                    raise InvalidEditError(f"work order {entity_id} is deleted")
+                if op == "update":
+                    clean = validate_patch(fields)
+                    if not clean:
+                        raise InvalidEditError("nothing to change: give at least one field")
+                else:
+                    if fields:
+                        raise InvalidEditError("delete takes no fields")
+                    clean = {"deleted": True}
+                if base_version is None:
+                    base_version = current["server_version"]
+                self.cache.apply_local(entity_id, clean, now)
+                payload_fields = clean if op == "update" else {}
+            else:
+                raise InvalidEditError(f"unknown operation {op!r}")
+        except (ValidationError, ValueError) as exc:
+            raise InvalidEditError(_reason(exc)) from None
+        job_id = self.queue.enqueue(
+            TOPIC_WORK_ORDERS,
+            {"op": op, "fields": payload_fields},
+            entity_id,
+            priority=priority,
+            base_version=base_version,
+        )
+        return EditResult(entity_id=entity_id, job_id=job_id, op=op)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        with storage_errors(self.path):
+            return queue_stats(self.db, self.path, self.clock())
+
+
+def _check_uuid(value: str) -> None:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        raise InvalidEditError(f"{value!r} is not a work-order id (a UUID)") from None
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return format_validation_error(exc)
+    return str(exc)
