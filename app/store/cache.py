@@ -8,6 +8,7 @@ server's record as last seen, the base of three-way merges. Pending counts come 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,61 @@ class WorkOrderCache:
             f"UPDATE work_orders SET {assignments}, local_updated_at = ? WHERE id = ?",
             (*fields.values(), now, entity_id),
         )
+
+
+def has_outstanding(conn: sqlite3.Connection, entity_id: str) -> bool:
+    """Does any local edit of this work order still wait for the server?"""
+    row = conn.execute(
+        "SELECT 1 FROM jobs WHERE entity_key = ? "
+        "AND status IN ('pending', 'leased', 'conflict', 'dead') LIMIT 1",
+        (entity_id,),
+    ).fetchone()
+    return row is not None
+
+
+def apply_server_record(
+    conn: sqlite3.Connection, record: dict[str, Any], now: float, *, etag: str | None = None
+) -> bool:
+    """Store a record the server sent (inside the caller's transaction).
+
+    The server snapshot and version always advance. The visible fields take the server's
+    values only when no local edit is outstanding: pending work is never overwritten.
+    Returns True when the visible fields changed to the server's.
+    """
+    entity_id = str(record["id"])
+    snapshot = json.dumps(record, sort_keys=True)
+    version = int(record["version"])
+    etag = etag or f'"{version}"'
+    values = {name: record.get(name) for name in EDITABLE_FIELDS}
+    values["deleted"] = bool(values["deleted"])
+    for name in ("site", "notes", "assignee"):
+        values[name] = values[name] or ""
+    overwrite = not has_outstanding(conn, entity_id)
+    sync_values = {
+        "server_version": version,
+        "etag": etag,
+        "server_snapshot": snapshot,
+        "server_updated_at": record.get("updated_at"),
+        "server_updated_by": record.get("updated_by"),
+        "last_synced_at": now,
+    }
+    exists = conn.execute("SELECT 1 FROM work_orders WHERE id = ?", (entity_id,)).fetchone()
+    if exists is None:
+        row = {
+            "id": entity_id,
+            **values,
+            **sync_values,
+            "origin": "server",
+            "local_updated_at": now,
+        }
+        conn.execute(
+            f"INSERT INTO work_orders ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
+            tuple(row.values()),
+        )
+        return True
+    update = {**sync_values, **(values if overwrite else {}), "origin": "server"}
+    conn.execute(
+        f"UPDATE work_orders SET {', '.join(f'{k} = ?' for k in update)} WHERE id = ?",
+        (*update.values(), entity_id),
+    )
+    return overwrite

@@ -30,9 +30,37 @@ def _v1_initial(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
         db.execute_sql(statement)
 
 
+def _v2_conflicts(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
+    db.execute_sql(
+        """
+        CREATE TABLE conflicts (
+            job_id INTEGER PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
+            entity_key TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            op TEXT NOT NULL,
+            base TEXT,
+            mine TEXT NOT NULL,
+            server TEXT NOT NULL,
+            overlapping TEXT NOT NULL,
+            auto_merged TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'open'
+                CHECK (status IN ('open', 'escalating', 'escalated', 'resolved')),
+            review_id TEXT,
+            review_key TEXT,
+            note TEXT,
+            created_at REAL NOT NULL,
+            resolved_at REAL,
+            resolution TEXT
+        )
+        """
+    )
+    db.execute_sql("CREATE INDEX conflicts_entity ON conflicts (entity_key, status)")
+
+
 #: (version, migration) in order. Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1_initial),
+    (2, _v2_conflicts),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

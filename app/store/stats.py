@@ -62,3 +62,21 @@ def queue_stats(db: pw.SqliteDatabase, path: Path, now: float | None = None) -> 
         "counters": counters,
         "database_size_bytes": database_size(path),
     }
+
+
+def outstanding_depth(store: Any) -> dict[str, Any]:
+    """Cheap depth of not-done jobs (for every event; skips the done rows entirely)."""
+    conn = connection(store.db)
+    depth: dict[str, Any] = dict.fromkeys(("pending", "leased", "conflict", "dead"), 0)
+    for status, count in conn.execute(
+        "SELECT status, COUNT(*) FROM jobs INDEXED BY jobs_entity_open "
+        "WHERE status IN ('pending', 'leased', 'conflict', 'dead') GROUP BY status"
+    ):
+        depth[status] = count
+    oldest = conn.execute(
+        "SELECT MIN(created_at) FROM jobs INDEXED BY jobs_entity_open "
+        "WHERE status IN ('pending', 'leased', 'conflict', 'dead') "
+        "AND status IN ('pending', 'leased')"
+    ).fetchone()[0]
+    depth["oldest_pending_age_s"] = None if oldest is None else max(store.clock() - oldest, 0.0)
+    return depth

@@ -1,0 +1,207 @@
+"""Turning server replies into queue outcomes and cache updates, one transaction per batch.
+
+Synchronous (it runs on the store thread). The worker (`worker.py`) does the network part.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.store.cache import apply_server_record
+from app.store.db import connection
+from app.store.queue import ClaimedJob, Outcome
+from app.store.store import Store
+from app.sync.conflicts import Conflicts
+from app.sync.errors import TransientError, classify_status
+from app.sync.merge import intent_applied, three_way
+from app.sync.transport import Reply
+
+__all__ = ["DeliveryReport", "apply_replies", "build_mutation", "requeue_with"]
+
+
+@dataclass
+class DeliveryReport:
+    done: int = 0
+    replayed: int = 0
+    retried: int = 0
+    dead: int = 0
+    auto_merged: int = 0
+    conflicts: list[tuple[int, str, str]] = field(default_factory=list)  # job, entity, kind
+    auth_failed: bool = False
+    transient_errors: list[str] = field(default_factory=list)
+    entity_ids: set[str] = field(default_factory=set)
+    latencies_s: list[float] = field(default_factory=list)
+
+
+def build_mutation(store: Store, job: ClaimedJob) -> dict[str, Any]:
+    """The request body for a job. A job whose base version is unknown (its predecessor was
+    given up) is based on the latest server version this device knows."""
+    op = job.payload["op"]
+    base = job.base_version
+    if op != "create" and base is None:
+        row = store.cache.get(job.entity_key)
+        base = None if row is None else row["server_version"]
+    return {
+        "entity_id": job.entity_key,
+        "op": op,
+        "base_version": None if op == "create" else base,
+        "fields": job.payload.get("fields", {}),
+    }
+
+
+def requeue_with(
+    store: Store, job_id: int, payload: dict[str, Any], base_version: int, now: float
+) -> None:
+    """Re-send a job with a new body: a new request, so a new idempotency key."""
+    connection(store.db).execute(
+        "UPDATE jobs SET payload = ?, idempotency_key = ?, base_version = ?, chained = 0, "
+        "status = 'pending', locked_by = NULL, locked_until = NULL, next_attempt_at = ?, "
+        "last_error = NULL, finished_at = NULL, updated_at = ? WHERE id = ?",
+        (
+            json.dumps(payload, separators=(",", ":")),
+            str(uuid.uuid4()),
+            base_version,
+            now,
+            now,
+            job_id,
+        ),
+    )
+
+
+def _record_of(reply: Reply, key: str) -> dict[str, Any] | None:
+    if reply.body is None:
+        return None
+    record = reply.body.get(key)
+    if not isinstance(record, dict) or not isinstance(record.get("version"), int):
+        return None
+    if not isinstance(record.get("id"), str):
+        return None
+    return record
+
+
+def _reason(reason: str, reply: Reply) -> str:
+    if reply.body is None:
+        return reason
+    detail = reply.body.get("detail")
+    error = reply.body.get("error")
+    extra = detail if detail else error
+    if extra and str(extra) not in reason:
+        return f"{reason}: {extra}"[:2000]
+    return reason
+
+
+def apply_replies(
+    store: Store,
+    conflicts: Conflicts,
+    results: list[tuple[ClaimedJob, dict[str, Any], Reply | TransientError]],
+    duration_ms: float,
+) -> DeliveryReport:
+    """Record every job's outcome, and the server's records in the cache, atomically."""
+    report = DeliveryReport()
+    queue = store.queue
+    now = store.clock()
+    with store.db.atomic():
+        conn = connection(store.db)
+        for job, mutation, reply in results:
+            report.entity_ids.add(job.entity_key)
+            if isinstance(reply, TransientError):
+                queue.retry(
+                    job, Outcome(str(reply), None, duration_ms), retry_after=reply.retry_after
+                )
+                report.retried += 1
+                report.transient_errors.append(str(reply))
+                continue
+            verdict = classify_status(reply.status, reply.error)
+            outcome = Outcome(_reason(verdict.reason, reply), reply.status, duration_ms)
+            if reply.raw_error is not None and verdict.kind in ("success", "conflict"):
+                verdict_kind = "malformed"
+            else:
+                verdict_kind = verdict.kind
+            if verdict_kind == "success":
+                record = _record_of(reply, "record")
+                if record is None:
+                    verdict_kind = "malformed"
+                else:
+                    queue.ack(
+                        job,
+                        Outcome(None, reply.status, duration_ms),
+                        result_version=record["version"],
+                    )
+                    apply_server_record(conn, record, now)
+                    report.done += 1
+                    report.latencies_s.append(max(now - job.created_at, 0.0))
+                    if reply.replayed:
+                        report.replayed += 1
+                        queue.bump("duplicates_detected")
+                    continue
+            if verdict_kind == "conflict":
+                current = _record_of(reply, "current")
+                if current is None:
+                    verdict_kind = "malformed"
+                else:
+                    _conflict(
+                        store, conflicts, conn, job, mutation, current, report, now, duration_ms
+                    )
+                    continue
+            if verdict_kind == "malformed":
+                problem = reply.raw_error or "the reply lacks the expected record"
+                queue.retry(job, Outcome(f"malformed reply: {problem}", reply.status, duration_ms))
+                report.retried += 1
+                report.transient_errors.append(problem)
+            elif verdict_kind == "auth":
+                queue.release([job])
+                report.auth_failed = True
+            elif verdict_kind == "transient":
+                queue.retry(job, outcome, retry_after=reply.retry_after)
+                report.retried += 1
+            else:
+                queue.dead(job, outcome)
+                report.dead += 1
+    return report
+
+
+def _conflict(
+    store: Store,
+    conflicts: Conflicts,
+    conn: Any,
+    job: ClaimedJob,
+    mutation: dict[str, Any],
+    current: dict[str, Any],
+    report: DeliveryReport,
+    now: float,
+    duration_ms: float,
+) -> None:
+    queue = store.queue
+    op = mutation["op"]
+    fields = mutation["fields"]
+    if intent_applied(op, fields, current):
+        # Applied by an earlier try whose reply was lost (and whose key has expired).
+        queue.ack(job, Outcome(None, 409, duration_ms), result_version=current["version"])
+        apply_server_record(conn, current, now)
+        report.done += 1
+        queue.bump("conflicts_already_applied")
+        return
+    base = store.cache.server_snapshot(job.entity_key) if op != "create" else None
+    mine = fields if op != "delete" else {"deleted": True}
+    merge = three_way(base, mine, current)
+    apply_server_record(conn, current, now)
+    if op == "update" and not current.get("deleted") and not merge.overlapping:
+        # Changed on different fields: merge by itself and send only what the server lacks.
+        requeue_with(
+            store, job.id, {"op": "update", "fields": merge.patch}, current["version"], now
+        )
+        conn.execute(
+            "INSERT INTO attempts (job_id, started_at, duration_ms, outcome, http_status, error) "
+            "VALUES (?, ?, ?, 'auto_merged', 409, ?)",
+            (job.id, job.claimed_at, duration_ms, "merged with the server's newer version"),
+        )
+        report.auto_merged += 1
+        queue.bump("conflicts_auto_merged")
+        return
+    queue.conflict(job, Outcome("the work order changed on the server", 409, duration_ms))
+    kind = conflicts.capture(job.id, job.entity_key, op, mine, base, current, merge)
+    queue.bump(f"conflicts_{kind}")
+    report.conflicts.append((job.id, job.entity_key, kind))

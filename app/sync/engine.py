@@ -1,0 +1,414 @@
+"""The sync engine: the delivery worker, connectivity probing and reconciliation, on asyncio.
+
+Event-driven: the loop sleeps on one asyncio.Event and wakes on a local enqueue (`wake`),
+connectivity regained (`set_os_hint`), or the earliest `next_attempt_at`; it never polls
+busily, so it costs no CPU while idle or offline. After a run of network failures it stops
+sending and probes ``/healthz`` with jittered backoff. Blocking store calls run on the
+single-writer executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from app.events import (
+    AuthRequired,
+    ConflictRaised,
+    ConnectivityChanged,
+    EventBus,
+    QueueChanged,
+    RecordsChanged,
+    SyncProgress,
+)
+from app.executor import StoreExecutor
+from app.store.errors import WorkerLockHeldError
+from app.store.lock import WorkerLock
+from app.store.stats import outstanding_depth
+from app.store.store import Store
+from app.sync.conflicts import Conflicts
+from app.sync.connectivity import ConnectivityConfig, ConnectivityDetector
+from app.sync.delivery import apply_replies, build_mutation
+from app.sync.errors import AuthError, SyncError, TransientError
+from app.sync.ratelimit import TokenBucket
+from app.sync.reconcile import Reconciler
+from app.sync.transport import BatchItem, Reply, ServerClient, TransportConfig
+
+__all__ = ["SyncConfig", "SyncEngine"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SyncConfig:
+    server_url: str
+    batch_size: int = 100
+    #: The worker's own limit on requests per second (on top of honouring 429s).
+    request_rate: float = 20.0
+    request_burst: float = 10.0
+    #: Spread of the first request after connectivity comes back, so that many devices
+    #: reconnecting at once do not arrive together. 0 disables it.
+    reconnect_jitter_s: float = 3.0
+    pull_page_size: int = 500
+    pull_interval_s: float = 300.0
+    sweep_interval_s: float = 30.0
+    lock_retry_s: float = 30.0
+    sync_on_metered: bool = True
+    clock_skew_warn_s: float = 300.0
+    transport: TransportConfig = field(default_factory=TransportConfig)
+    connectivity: ConnectivityConfig = field(default_factory=ConnectivityConfig)
+
+
+class SyncEngine:
+    """Runs until `stop()`. One engine per data dir delivers (the worker lock decides)."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: SyncConfig,
+        events: EventBus | None = None,
+        *,
+        token: Callable[[], str],
+        transport: httpx.AsyncBaseTransport | None = None,
+        executor: StoreExecutor | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.events = events or EventBus()
+        self.executor = executor or StoreExecutor()
+        self.rng = rng or random.Random()
+        self.worker_id = f"worker-{uuid.uuid4().hex[:12]}"
+        self.client = ServerClient(
+            config.server_url,
+            token,
+            config.transport,
+            transport=transport,
+            on_clock_skew=self._on_clock_skew,
+        )
+        self.connectivity = ConnectivityDetector(config.connectivity, self.rng)
+        self.conflicts = Conflicts(store)
+        self.reconciler = Reconciler(
+            store, self.client, self.executor, page_size=config.pull_page_size
+        )
+        self.bucket = TokenBucket(config.request_rate, config.request_burst, time.monotonic)
+        self.lock = WorkerLock(store.data_dir)
+        self.priority_ids: set[str] = set()
+        self.clock_skew_s: float | None = None
+        self.auth_paused = False
+        self.last_sync_at: float | None = None
+        self.last_error: str | None = None
+        self.delivering = False
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._reconcile_due = True
+        self._last_pull = 0.0
+        self._idle = asyncio.Event()
+        self._in_flight: list[Any] = []
+
+    # -- control (called from the loop's thread) ---------------------------------------------
+
+    def wake(self, *, reconcile: bool = False) -> None:
+        """Something changed (a local edit, "Sync now"): look at the queue again."""
+        if reconcile:
+            self._reconcile_due = True
+        self.auth_paused = False if reconcile else self.auth_paused
+        self._wake.set()
+
+    def set_os_hint(self, online: bool | None, metered: bool = False) -> None:
+        before = self.connectivity.state
+        if self.connectivity.os_hint(online, metered):
+            self._reconcile_due = True
+            self._wake.set()
+        self._publish_connectivity(before)
+
+    def resume_after_sign_in(self) -> None:
+        self.auth_paused = False
+        self._reconcile_due = True
+        self._wake.set()
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "store": "ok",
+            "server": self.connectivity.state,
+            "server_reason": self.connectivity.reason,
+            "mutations": "paused (sign in)"
+            if self.auth_paused
+            else ("failing" if self.connectivity.state == "degraded" else "ok"),
+            "delivering": self.delivering,
+            "clock_skew_s": self.clock_skew_s,
+            "last_sync_at": self.last_sync_at,
+            "last_error": self.last_error,
+        }
+
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Finish or release in-flight leases within ``grace_s`` seconds."""
+        self._stopping = True
+        self._wake.set()
+        task = getattr(self, "_task", None)
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), grace_s)
+            except TimeoutError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    # -- main loop ---------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._task = asyncio.current_task()
+        try:
+            await self._acquire_lock()
+            self.delivering = True
+            await self.executor.run(self._startup_sweep)
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._loop())
+        finally:
+            await self._release_in_flight()
+            self.delivering = False
+            self.lock.release()
+            await self.client.aclose()
+
+    async def run_until_idle(self, limit_s: float | None) -> bool:
+        """Deliver and reconcile until nothing is pending or leased (True) or time runs out."""
+        runner = asyncio.create_task(self.run())
+        try:
+            async with asyncio.timeout(limit_s):
+                while True:
+                    self._idle.clear()
+                    await self._idle.wait()
+                    depth = await self.executor.run(outstanding_depth, self.store)
+                    if depth["pending"] == 0 and depth["leased"] == 0 and not self._reconcile_due:
+                        return True
+                    if runner.done():
+                        runner.result()
+                        return False
+        except TimeoutError:
+            return False
+        finally:
+            await self.stop()
+            if not runner.done():
+                runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError, WorkerLockHeldError):
+                await runner
+
+    async def _acquire_lock(self) -> None:
+        while not self._stopping:
+            try:
+                await self.executor.run(self.lock.acquire)
+                return
+            except WorkerLockHeldError as exc:
+                self.last_error = str(exc)
+                log.info("standing by: %s", exc)
+                await self._sleep(self.config.lock_retry_s)
+        raise asyncio.CancelledError
+
+    def _startup_sweep(self) -> None:
+        self.store.queue.reclaim_expired()
+        self.store.queue.clamp_times()
+
+    async def _loop(self) -> None:
+        last_sweep = time.monotonic()
+        while not self._stopping:
+            if time.monotonic() - last_sweep >= self.config.sweep_interval_s:
+                await self.executor.run(self.store.queue.reclaim_expired)
+                last_sweep = time.monotonic()
+            if self.auth_paused:
+                self._idle.set()
+                await self._sleep(None)
+                continue
+            if not self._may_use_network():
+                await self._probe()
+                continue
+            try:
+                handled = await self._deliver_once()
+                if handled:
+                    continue
+                if self._reconcile_due or time.monotonic() - self._last_pull > (
+                    self.config.pull_interval_s
+                ):
+                    await self._reconcile()
+                    continue
+            except AuthError as exc:
+                self._pause_for_auth(str(exc))
+                continue
+            except TransientError as exc:
+                self.last_error = str(exc)
+                self._network_failure(str(exc))
+                await self._sleep(1.0)
+                continue
+            self._idle.set()
+            await self._sleep(await self._until_next_due())
+
+    def _may_use_network(self) -> bool:
+        if not self.connectivity.may_send:
+            return False
+        return not (self.connectivity.metered and not self.config.sync_on_metered)
+
+    async def _until_next_due(self) -> float:
+        next_at = await self.executor.run(self.store.queue.next_attempt_at)
+        wait = self.config.sweep_interval_s
+        if next_at is not None:
+            wait = min(wait, max(next_at - self.store.clock(), 0.05))
+        pull_in = self.config.pull_interval_s - (time.monotonic() - self._last_pull)
+        return max(min(wait, pull_in), 0.05)
+
+    async def _sleep(self, seconds: float | None) -> None:
+        """Sleep until woken or the time is up. The only wait in the loop."""
+        if self._stopping:
+            return
+        try:
+            async with asyncio.timeout(seconds):
+                await self._wake.wait()
+        except TimeoutError:
+            pass
+        self._wake.clear()
+
+    # -- delivery ----------------------------------------------------------------------------
+
+    async def _deliver_once(self) -> int:
+        jobs = await self.executor.run(
+            self.store.queue.claim, self.worker_id, self.config.batch_size
+        )
+        if not jobs:
+            return 0
+        self._in_flight = jobs
+        mutations = [await self.executor.run(build_mutation, self.store, job) for job in jobs]
+        await self._rate_limit()
+        started = time.monotonic()
+        correlation_id = str(uuid.uuid4())
+        replies: list[Reply | TransientError]
+        try:
+            if len(jobs) == 1:
+                job = jobs[0]
+                replies = [
+                    await self.client.send_mutation(
+                        job.idempotency_key, mutations[0], job.correlation_id
+                    )
+                ]
+            else:
+                items = [
+                    BatchItem(job.idempotency_key, mutation, job.correlation_id)
+                    for job, mutation in zip(jobs, mutations, strict=True)
+                ]
+                whole, per_item = await self.client.send_batch(items, correlation_id)
+                replies = list(per_item) if per_item else [whole] * len(jobs)
+        except TransientError as exc:
+            replies = [exc] * len(jobs)
+        duration_ms = (time.monotonic() - started) * 1000.0
+        results = list(zip(jobs, mutations, replies, strict=True))
+        report = await self.executor.run(
+            apply_replies, self.store, self.conflicts, results, duration_ms
+        )
+        self._in_flight = []
+        network_failed = all(isinstance(r, TransientError) for r in replies)
+        if network_failed:
+            self.last_error = report.transient_errors[0] if report.transient_errors else None
+            self._network_failure(self.last_error or "network error")
+        else:
+            before = self.connectivity.state
+            self.connectivity.server_answered(mutations_ok=report.dead == 0 or report.done > 0)
+            self._publish_connectivity(before)
+            if report.done:
+                self.last_sync_at = time.time()
+        if report.auth_failed:
+            self._pause_for_auth("the server refused this device's token: sign in again")
+        for job_id, entity_id, kind in report.conflicts:
+            self.events.publish(ConflictRaised(entity_id, job_id, kind))
+        if report.entity_ids:
+            self.events.publish(RecordsChanged(frozenset(report.entity_ids)))
+        await self._publish_queue()
+        return len(jobs)
+
+    async def _rate_limit(self) -> None:
+        while (delay := self.bucket.delay()) > 0:  # noqa: ASYNC110 - a timed wait, not a poll
+            await asyncio.sleep(delay)
+
+    async def _release_in_flight(self) -> None:
+        if self._in_flight:
+            jobs, self._in_flight = self._in_flight, []
+            await self.executor.run(self.store.queue.release, jobs)
+
+    # -- reconcile, probe, state ------------------------------------------------------------
+
+    async def _reconcile(self) -> None:
+        await self._send_escalations()
+        self.events.publish(SyncProgress(0, 0, "pull"))
+        report = await self.reconciler.run(tuple(self.priority_ids))
+        self._reconcile_due = False
+        self._last_pull = time.monotonic()
+        self.last_sync_at = time.time()
+        await self.executor.run(self.store.queue.bump, "reconciles")
+        if report.changed_ids:
+            self.events.publish(RecordsChanged(frozenset(report.changed_ids)))
+        self.events.publish(SyncProgress(report.changes, report.changes, "idle"))
+
+    async def _send_escalations(self) -> None:
+        for item in await self.executor.run(self.conflicts.pending_escalations):
+            reply = await self.client.raise_conflict(item["review_key"], item["body"])
+            conflict = (reply.body or {}).get("conflict")
+            if reply.status in (200, 201) and isinstance(conflict, dict) and "id" in conflict:
+                await self.executor.run(
+                    self.conflicts.mark_escalated, item["job_id"], str(conflict["id"])
+                )
+            elif reply.status == 401:
+                raise AuthError("the server refused this device's token", status=401)
+
+    async def _probe(self) -> None:
+        delay = self.connectivity.next_probe_delay()
+        self._idle.set()
+        await self._sleep(delay)
+        if self._stopping:
+            return
+        before = self.connectivity.state
+        try:
+            if await self.client.healthz():
+                self.connectivity.server_answered()
+                self._reconcile_due = True
+                if self.config.reconnect_jitter_s > 0:
+                    await asyncio.sleep(self.rng.uniform(0, self.config.reconnect_jitter_s))
+            else:
+                self.connectivity.probe_failed("the server's health check failed")
+        except SyncError as exc:
+            self.connectivity.probe_failed(str(exc))
+        self._publish_connectivity(before)
+
+    def _network_failure(self, reason: str) -> None:
+        before = self.connectivity.state
+        self.connectivity.network_failure(reason)
+        self._publish_connectivity(before)
+
+    def _pause_for_auth(self, reason: str) -> None:
+        self.auth_paused = True
+        self.last_error = reason
+        self.events.publish(AuthRequired(self.config.server_url, reason))
+
+    def _publish_connectivity(self, before: str) -> None:
+        if self.connectivity.state != before:
+            state = self.connectivity.state
+            self.events.publish(ConnectivityChanged(state, self.connectivity.reason))  # type: ignore[arg-type]
+
+    async def _publish_queue(self) -> None:
+        depth = await self.executor.run(outstanding_depth, self.store)
+        oldest = depth.pop("oldest_pending_age_s")
+        self.events.publish(QueueChanged(depth, oldest))
+
+    def _on_clock_skew(self, skew: float) -> None:
+        changed = self.clock_skew_s is None or abs(skew - self.clock_skew_s) > 1
+        if changed and abs(skew) > self.config.clock_skew_warn_s:
+            log.warning("device clock differs from the server's by %.0f s", skew)
+        self.clock_skew_s = skew
+
+    def watch(self, entity_ids: Iterable[str]) -> None:
+        """Records open in the UI or assigned here: revalidated first on reconcile."""
+        self.priority_ids = set(entity_ids)

@@ -1,0 +1,60 @@
+"""Three-way merge of one work order: base (what the edit was made on), mine, the server's.
+
+Pure functions. A field changed on one side only merges by itself; a field both sides changed
+to different values waits for a person.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.records import EDITABLE_FIELDS
+
+__all__ = ["Merge", "intent_applied", "three_way"]
+
+
+@dataclass(frozen=True)
+class Merge:
+    #: Fields both sides changed differently: a person chooses.
+    overlapping: tuple[str, ...]
+    #: Fields that merged by themselves, and from which side ("mine" or "theirs").
+    auto_merged: dict[str, str] = field(default_factory=dict)
+    #: What to send if nobody has to choose: my changes the server does not have yet.
+    patch: dict[str, Any] = field(default_factory=dict)
+
+
+def three_way(base: dict[str, Any] | None, mine: dict[str, Any], theirs: dict[str, Any]) -> Merge:
+    """``mine`` holds only the fields my edit set; ``base`` may be None (a create)."""
+    base = base or {}
+    overlapping: list[str] = []
+    auto: dict[str, str] = {}
+    patch: dict[str, Any] = {}
+    for name in EDITABLE_FIELDS:
+        mine_changed = name in mine and mine[name] != base.get(name)
+        theirs_changed = name in theirs and theirs.get(name) != base.get(name)
+        if mine_changed and theirs_changed:
+            if mine[name] == theirs.get(name):
+                auto[name] = "both"
+            else:
+                overlapping.append(name)
+        elif mine_changed:
+            auto[name] = "mine"
+            if mine[name] != theirs.get(name):
+                patch[name] = mine[name]
+        elif theirs_changed:
+            auto[name] = "theirs"
+    return Merge(tuple(overlapping), auto, patch)
+
+
+def intent_applied(op: str, fields: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Does the server's record already say what this mutation meant to say?
+
+    True after a first try was applied, its reply lost and its key expired: the retry then
+    meets a version conflict with itself. Then the job is done, not a conflict.
+    """
+    if op == "delete":
+        return bool(current.get("deleted"))
+    if current.get("deleted") and not fields.get("deleted", False):
+        return False
+    return all(current.get(name) == value for name, value in fields.items())

@@ -1,0 +1,185 @@
+"""Bringing the cache back in line with the server after a reconnect, without wiping it.
+
+Order (the worker flushes pending mutations first): pull ``/v1/changes`` since the stored
+sync token page by page, saving the token in the same transaction as the page it follows;
+apply server records without overwriting records with pending local edits; report exactly the
+keys that changed (targeted invalidation); then revalidate priority records (open in the UI,
+assigned to this device) with ``If-None-Match``. Escalated conflicts whose review ended are
+closed with the server's record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.executor import StoreExecutor
+from app.store.cache import apply_server_record
+from app.store.db import connection
+from app.store.store import Store
+from app.sync.conflicts import Conflicts
+from app.sync.errors import AuthError, MalformedReplyError, ServerBusyError
+from app.sync.transport import Reply, ServerClient
+
+__all__ = ["ReconcileReport", "Reconciler", "SYNC_TOKEN_KEY"]
+
+SYNC_TOKEN_KEY = "changes_token"
+
+
+@dataclass
+class ReconcileReport:
+    pages: int = 0
+    changes: int = 0
+    changed_ids: set[str] = field(default_factory=set)
+    kept_local: int = 0
+    revalidated: int = 0
+    reviews_closed: int = 0
+    duration_s: float = 0.0
+
+
+def read_setting(store: Store, key: str) -> str | None:
+    row = (
+        connection(store.db).execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+    )
+    return None if row is None else str(row[0])
+
+
+def write_setting(store: Store, key: str, value: str) -> None:
+    connection(store.db).execute(
+        "INSERT INTO settings (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )
+
+
+def _check(reply: Reply, what: str) -> dict[str, Any]:
+    if reply.status == 401:
+        raise AuthError("the server refused this device's token: sign in again", status=401)
+    if reply.status in (429, 502, 503, 504) or reply.status >= 500:
+        raise ServerBusyError(
+            f"{what}: server busy ({reply.status})", retry_after=reply.retry_after
+        )
+    if reply.status != 200 or reply.body is None:
+        raise MalformedReplyError(
+            f"{what}: unexpected reply {reply.status} {reply.raw_error or ''}"
+        )
+    return reply.body
+
+
+def apply_page(store: Store, records: list[dict[str, Any]], token: str) -> tuple[set[str], int]:
+    """Apply one page of server changes and advance the token, atomically."""
+    changed: set[str] = set()
+    kept = 0
+    now = store.clock()
+    with store.db.atomic():
+        conn = connection(store.db)
+        for record in records:
+            if apply_server_record(conn, record, now):
+                changed.add(str(record["id"]))
+            else:
+                kept += 1
+        write_setting(store, SYNC_TOKEN_KEY, token)
+    return changed, kept
+
+
+def _valid_record(record: object) -> bool:
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("id"), str)
+        and isinstance(record.get("version"), int)
+    )
+
+
+class Reconciler:
+    def __init__(
+        self,
+        store: Store,
+        client: ServerClient,
+        executor: StoreExecutor,
+        *,
+        page_size: int = 500,
+    ) -> None:
+        self.store = store
+        self.client = client
+        self.executor = executor
+        self.page_size = page_size
+        self.conflicts = Conflicts(store)
+
+    async def pull(self, report: ReconcileReport) -> None:
+        token = await self.executor.run(read_setting, self.store, SYNC_TOKEN_KEY)
+        while True:
+            body = _check(await self.client.changes(token, self.page_size), "changes feed")
+            changes = body.get("changes")
+            next_token = body.get("next")
+            if not isinstance(changes, list) or next_token is None:
+                raise MalformedReplyError("changes feed reply lacks changes or next")
+            if not all(_valid_record(record) for record in changes):
+                raise MalformedReplyError("changes feed holds a record without id or version")
+            changed, kept = await self.executor.run(
+                apply_page, self.store, changes, str(next_token)
+            )
+            report.pages += 1
+            report.changes += len(changes)
+            report.changed_ids |= changed
+            report.kept_local += kept
+            token = str(next_token)
+            if not body.get("has_more"):
+                return
+
+    async def revalidate(self, entity_ids: Iterable[str], report: ReconcileReport) -> None:
+        """Stale-while-revalidate: ask for each record with its ETag; 304 only touches it."""
+        for entity_id in entity_ids:
+            row = await self.executor.run(self.store.cache.get, entity_id)
+            if row is None or row["server_version"] is None:
+                continue
+            reply = await self.client.record(entity_id, row["etag"])
+            if reply.status == 304:
+                await self.executor.run(self._touch, entity_id)
+            elif reply.status == 200 and reply.body is not None and _valid_record(reply.body):
+                await self.executor.run(self._apply_one, reply.body, reply.etag)
+                report.changed_ids.add(entity_id)
+            else:
+                _check(reply, "record") if reply.status != 404 else None
+            report.revalidated += 1
+
+    def _touch(self, entity_id: str) -> None:
+        with self.store.db.atomic():
+            connection(self.store.db).execute(
+                "UPDATE work_orders SET last_synced_at = ? WHERE id = ?",
+                (self.store.clock(), entity_id),
+            )
+
+    def _apply_one(self, record: dict[str, Any], etag: str | None) -> None:
+        with self.store.db.atomic():
+            apply_server_record(connection(self.store.db), record, self.store.clock(), etag=etag)
+
+    async def close_reviews(self, report: ReconcileReport) -> None:
+        """Escalated conflicts: when an admin resolved or dismissed one, take the result."""
+        for job_id, entity_id, review_id in await self.executor.run(self.conflicts.escalated):
+            body = _check(await self.client.conflict(review_id), "review")
+            review = body.get("conflict")
+            if not isinstance(review, dict) or review.get("status") not in (
+                "resolved",
+                "dismissed",
+            ):
+                continue
+            record_reply = await self.client.record(entity_id)
+            record = _check(record_reply, "record")
+            if not _valid_record(record):
+                raise MalformedReplyError("record reply lacks id or version")
+            await self.executor.run(
+                self.conflicts.close_reviewed, job_id, str(review["status"]), record
+            )
+            report.changed_ids.add(entity_id)
+            report.reviews_closed += 1
+
+    async def run(self, priority_ids: Iterable[str] = ()) -> ReconcileReport:
+        started = time.monotonic()
+        report = ReconcileReport()
+        await self.pull(report)
+        await self.close_reviews(report)
+        await self.revalidate(priority_ids, report)
+        report.duration_s = time.monotonic() - started
+        return report

@@ -1,0 +1,227 @@
+"""HTTP to the sync server: one httpx.AsyncClient with keep-alive and explicit timeouts.
+
+Returns `Reply` objects for every HTTP answer (the caller classifies them) and raises only
+`TransientError` subclasses, translated from httpx here and nowhere else. The token is read
+from a provider on every request and never appears in errors or logs.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from app.sync.errors import MalformedReplyError, from_httpx, parse_retry_after
+
+__all__ = ["BatchItem", "Reply", "ServerClient", "TransportConfig"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TransportConfig:
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    write_timeout: float = 30.0
+    pool_timeout: float = 5.0
+    #: True (system CAs), False (never in production), or a CA bundle path for a private CA.
+    verify: bool | str = True
+    max_connections: int = 4
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One HTTP answer. ``body`` is None when the reply was not a JSON object."""
+
+    status: int
+    body: dict[str, Any] | None
+    retry_after: float | None = None
+    replayed: bool = False
+    etag: str | None = None
+    raw_error: str | None = None
+
+    @property
+    def error(self) -> str | None:
+        if self.body is None:
+            return None
+        value = self.body.get("error")
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    idempotency_key: str
+    mutation: dict[str, Any]
+    correlation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+def _parse_body(response: httpx.Response) -> tuple[dict[str, Any] | None, str | None]:
+    if not response.content:
+        return None, "empty reply"
+    try:
+        data = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None, f"reply is not JSON ({response.headers.get('content-type', 'no type')})"
+    if not isinstance(data, dict):
+        return None, "reply is not a JSON object"
+    return data, None
+
+
+class ServerClient:
+    """The device's view of the server's HTTP API."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: Callable[[], str],
+        config: TransportConfig | None = None,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        on_clock_skew: Callable[[float], None] | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._token = token
+        self.config = config or TransportConfig()
+        self._on_clock_skew = on_clock_skew
+        cfg = self.config
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(
+                connect=cfg.connect_timeout,
+                read=cfg.read_timeout,
+                write=cfg.write_timeout,
+                pool=cfg.pool_timeout,
+            ),
+            limits=httpx.Limits(
+                max_connections=cfg.max_connections, max_keepalive_connections=cfg.max_connections
+            ),
+            verify=cfg.verify,
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        headers: dict[str, str] | None = None,
+        params: dict[str, Any] | None = None,
+        auth: bool = True,
+        correlation_id: str | None = None,
+    ) -> Reply:
+        all_headers = {"X-Correlation-ID": correlation_id or str(uuid.uuid4())}
+        if auth:
+            all_headers["Authorization"] = f"Bearer {self._token()}"
+        all_headers.update(headers or {})
+        try:
+            response = await self._client.request(
+                method, path, json=json_body, headers=all_headers, params=params
+            )
+        except httpx.HTTPError as exc:
+            raise from_httpx(exc) from None
+        self._note_date(response.headers.get("date"))
+        if response.status_code == 304:
+            return Reply(304, None, etag=response.headers.get("etag"))
+        body, problem = _parse_body(response)
+        return Reply(
+            status=response.status_code,
+            body=body,
+            retry_after=parse_retry_after(response.headers.get("retry-after")),
+            replayed=response.headers.get("idempotent-replayed", "").lower() == "true",
+            etag=response.headers.get("etag"),
+            raw_error=problem,
+        )
+
+    def _note_date(self, value: str | None) -> None:
+        if not value or self._on_clock_skew is None:
+            return
+        try:
+            server_time = email.utils.parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError):
+            return
+        self._on_clock_skew(server_time - time.time())
+
+    # -- endpoints ---------------------------------------------------------------------------
+
+    async def healthz(self) -> bool:
+        reply = await self._request("GET", "/healthz", auth=False)
+        return reply.status == 200
+
+    async def send_mutation(
+        self, idempotency_key: str, mutation: dict[str, Any], correlation_id: str
+    ) -> Reply:
+        return await self._request(
+            "POST",
+            "/v1/mutations",
+            json_body=mutation,
+            headers={"Idempotency-Key": idempotency_key},
+            correlation_id=correlation_id,
+        )
+
+    async def send_batch(
+        self, items: list[BatchItem], correlation_id: str
+    ) -> tuple[Reply, list[Reply]]:
+        """The whole reply, and one Reply per item when the batch was answered (200)."""
+        body = {"mutations": [{"idempotency_key": i.idempotency_key, **i.mutation} for i in items]}
+        reply = await self._request(
+            "POST", "/v1/mutations/batch", json_body=body, correlation_id=correlation_id
+        )
+        if reply.status != 200 or reply.body is None:
+            return reply, []
+        results = reply.body.get("results")
+        if not isinstance(results, list) or len(results) != len(items):
+            raise MalformedReplyError("batch reply does not hold one result per mutation")
+        by_key: dict[str, Reply] = {}
+        for result in results:
+            if not isinstance(result, dict) or not isinstance(result.get("status"), int):
+                raise MalformedReplyError("batch result without a status")
+            item_body = result.get("body")
+            by_key[str(result.get("idempotency_key"))] = Reply(
+                status=result["status"],
+                body=item_body if isinstance(item_body, dict) else None,
+                replayed=bool(result.get("replayed", False)),
+                raw_error=None if isinstance(item_body, dict) else "result body is not an object",
+            )
+        missing = [i.idempotency_key for i in items if i.idempotency_key not in by_key]
+        if missing:
+            raise MalformedReplyError(f"batch reply lacks {len(missing)} of our keys")
+        return reply, [by_key[i.idempotency_key] for i in items]
+
+    async def changes(self, since: str | None, limit: int) -> Reply:
+        params: dict[str, Any] = {"limit": limit}
+        if since is not None:
+            params["since"] = since
+        return await self._request("GET", "/v1/changes", params=params)
+
+    async def record(self, entity_id: str, etag: str | None = None) -> Reply:
+        headers = {"If-None-Match": etag} if etag else None
+        return await self._request("GET", f"/v1/records/{entity_id}", headers=headers)
+
+    async def raise_conflict(self, idempotency_key: str, body: dict[str, Any]) -> Reply:
+        return await self._request(
+            "POST", "/v1/conflicts", json_body=body, headers={"Idempotency-Key": idempotency_key}
+        )
+
+    async def conflicts(self, status: str = "open") -> Reply:
+        return await self._request("GET", "/v1/conflicts", params={"status": status})
+
+    async def conflict(self, review_id: str) -> Reply:
+        return await self._request("GET", f"/v1/conflicts/{review_id}")
+
+    async def resolve_conflict(self, review_id: str, body: dict[str, Any]) -> Reply:
+        return await self._request("POST", f"/v1/conflicts/{review_id}/resolve", json_body=body)
+
+    async def dismiss_conflict(self, review_id: str) -> Reply:
+        return await self._request("POST", f"/v1/conflicts/{review_id}/dismiss", json_body={})
