@@ -12,9 +12,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from app.credentials import CredentialsError
 from app.store.db import default_data_dir
 from app.store.errors import InvalidEditError, StoreError
 from app.store.store import Store
+from app.sync.errors import SyncError
 
 __all__ = ["main"]
 
@@ -190,6 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import", help="bulk offline creates from a JSON-lines file")
     p.add_argument("file")
     p.add_argument("--json", action="store_true")
+
+    from app import cli_sync  # registers its commands; imports this module
+
+    cli_sync.add_parsers(sub)
     return parser
 
 
@@ -198,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
-    except (UsageError, StoreError) as exc:
+    except (UsageError, StoreError, SyncError, CredentialsError) as exc:
         print(f"fieldsync: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, (UsageError, InvalidEditError)) else 1
     except KeyboardInterrupt:

@@ -1,0 +1,290 @@
+"""`fieldsync` commands that talk to the server: login, sync, worker, dead, conflicts."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import getpass
+import json
+import logging
+import signal
+import sys
+from typing import Any
+
+from app.cli import UsageError, command, open_store, parse_assignments, print_json
+from app.credentials import CredentialsError, get_token, normalize_server_url, store_token
+from app.store.deadletters import get_dead, list_dead
+from app.store.errors import WorkerLockHeldError
+from app.store.lock import WorkerLock
+from app.store.store import Store
+from app.sync.conflicts import Conflicts
+from app.sync.engine import SyncConfig, SyncEngine
+from app.sync.errors import SyncError
+from app.sync.reconcile import read_setting, write_setting
+from app.sync.transport import ServerClient
+
+__all__ = ["add_parsers"]
+
+SERVER_KEY = "server_url"
+
+
+def server_url(args: argparse.Namespace, store: Store) -> str:
+    url = args.server or read_setting(store, SERVER_KEY)
+    if not url:
+        raise UsageError("no server: pass --server URL (login remembers it)")
+    return normalize_server_url(url)
+
+
+def token_for(url: str) -> str:
+    try:
+        return get_token(url)
+    except CredentialsError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def make_engine(args: argparse.Namespace, store: Store) -> SyncEngine:
+    url = server_url(args, store)
+    token = token_for(url)
+    config = SyncConfig(server_url=url, batch_size=args.batch_size)
+    return SyncEngine(store, config, token=lambda: token)
+
+
+@command("login")
+def cmd_login(args: argparse.Namespace) -> int:
+    if not args.server:
+        raise UsageError("login needs --server URL")
+    url = normalize_server_url(args.server)
+    if sys.stdin.isatty():
+        token = getpass.getpass(f"Device token for {url}: ")
+    else:
+        token = sys.stdin.readline()
+    token = token.strip()
+    if not token:
+        raise UsageError("no token given")
+    verified = asyncio.run(_check_token(url, token))
+    if verified is False:
+        raise UsageError(f"{url} refused this token (401): ask an admin for a new one")
+    try:
+        store_token(url, token)
+    except CredentialsError as exc:
+        raise UsageError(str(exc)) from None
+    with open_store(args) as store, store.db.atomic():
+        write_setting(store, SERVER_KEY, url)
+    note = "" if verified else " (server not reachable now: the token was not checked)"
+    print(f"signed in to {url}{note}")
+    return 0
+
+
+async def _check_token(url: str, token: str) -> bool | None:
+    client = ServerClient(url, lambda: token)
+    try:
+        reply = await client.changes(None, 1)
+    except SyncError:
+        return None
+    finally:
+        await client.aclose()
+    return reply.status != 401
+
+
+@command("sync")
+def cmd_sync(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        engine = make_engine(args, store)
+        limit = args.timeout if args.until_idle else (args.timeout or 60.0)
+        try:
+            idle = asyncio.run(engine.run_until_idle(limit))
+        except WorkerLockHeldError as exc:
+            raise UsageError(str(exc)) from None
+        depth = store.stats()["queue_depth"]
+    if engine.auth_paused:
+        print(f"fieldsync: {engine.last_error}", file=sys.stderr)
+        return 3
+    summary = ", ".join(f"{k} {v}" for k, v in depth.items() if v)
+    if not idle:
+        print(f"fieldsync: not idle before the timeout ({summary})", file=sys.stderr)
+        return 1
+    print(f"idle: {summary or 'nothing queued'}")
+    return 0
+
+
+@command("worker")
+def cmd_worker(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    with open_store(args) as store:
+        probe = WorkerLock(store.data_dir)
+        try:
+            probe.acquire()
+        except WorkerLockHeldError as exc:
+            raise UsageError(str(exc)) from None
+        probe.release()
+        engine = make_engine(args, store)
+        asyncio.run(_run_worker(engine))
+    return 0
+
+
+async def _run_worker(engine: SyncEngine) -> None:
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    runner = asyncio.create_task(engine.run())
+    print("worker: delivering", flush=True)
+    waiter = asyncio.create_task(stopping.wait())
+    await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    await engine.stop()
+    waiter.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await runner
+    print("worker: stopped", flush=True)
+
+
+@command("dead")
+def cmd_dead(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        if args.action == "list":
+            jobs = list_dead(store)
+            if args.json:
+                print_json([_dead_json(job) for job in jobs])
+            for job in [] if args.json else jobs:
+                print(f"{job.id}  {job.op:<6} {job.entity_id}  {job.last_error}")
+            return 0
+        if args.id is None:
+            raise UsageError(f"dead {args.action} needs a job id")
+        if args.action == "show":
+            shown = get_dead(store, args.id)
+            if shown is None:
+                raise UsageError(f"no dead job {args.id}")
+            print_json(_dead_json(shown))
+        elif args.action == "retry":
+            payload = None
+            if args.fields:
+                edited = get_dead(store, args.id)
+                if edited is None:
+                    raise UsageError(f"no dead job {args.id}")
+                payload = _edited_payload(edited.payload, parse_assignments(args.fields))
+            key = store.queue.retry_dead(args.id, payload)
+            print(f"queued again (idempotency key {key})")
+        elif args.action == "discard":
+            store.queue.discard(args.id)
+            print(f"discarded job {args.id} (kept in the audit log)")
+    return 0
+
+
+def _edited_payload(payload: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    from app.records import ValidationError, format_validation_error, validate_patch
+
+    try:
+        clean = validate_patch(fields)
+    except ValidationError as exc:
+        raise UsageError(format_validation_error(exc)) from None
+    return {**payload, "fields": {**payload.get("fields", {}), **clean}}
+
+
+def _dead_json(job: Any) -> dict[str, Any]:
+    data = {k: v for k, v in job.__dict__.items() if k != "attempts"}
+    data["attempts"] = [a.__dict__ for a in job.attempts]
+    return data
+
+
+@command("conflicts")
+def cmd_conflicts(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        conflicts = Conflicts(store)
+        if args.action == "list":
+            views = conflicts.views()
+            if args.json:
+                print_json([v.to_json() for v in views])
+            for v in [] if args.json else views:
+                print(f"{v.job_id}  {v.kind:<18} {v.status:<10} {v.entity_id}  {v.title}")
+            return 0
+        if args.action in ("review", "decide"):
+            return asyncio.run(_review(args, store))
+        if args.id is None:
+            raise UsageError(f"conflicts {args.action} needs a job id")
+        if args.action == "show":
+            print_json(conflicts.get(args.id).to_json())
+        elif args.action == "resolve":
+            choice = _choice(args)
+            print(conflicts.resolve(args.id, choice))
+        elif args.action == "escalate":
+            conflicts.escalate(args.id, args.note)
+            print("sent to an admin at the next sync; the record waits for review")
+    return 0
+
+
+def _choice(args: argparse.Namespace) -> Any:
+    picked = [name for name in ("mine", "theirs", "restore") if getattr(args, name)]
+    if args.field:
+        if picked:
+            raise UsageError("use --field or one of --mine/--theirs/--restore, not both")
+        choices: dict[str, str] = {}
+        for item in args.field:
+            name, sep, side = item.partition("=")
+            if not sep or side not in ("mine", "theirs"):
+                raise UsageError(f"--field takes F=mine or F=theirs, got {item!r}")
+            choices[name] = side
+        return choices
+    if len(picked) != 1:
+        raise UsageError("choose one of --mine, --theirs, --restore or --field F=mine|theirs")
+    return picked[0]
+
+
+async def _review(args: argparse.Namespace, store: Store) -> int:
+    url = server_url(args, store)
+    token = token_for(url)
+    client = ServerClient(url, lambda: token)
+    try:
+        if args.action == "review":
+            reply = await client.conflicts(args.status)
+            if reply.status != 200 or reply.body is None:
+                raise UsageError(f"the server answered {reply.status}: {reply.body}")
+            print_json(reply.body.get("conflicts", []))
+            return 0
+        if args.review_id is None:
+            raise UsageError("conflicts decide needs --review-id ID")
+        if args.dismiss:
+            reply = await client.dismiss_conflict(args.review_id)
+        else:
+            detail = await client.conflict(args.review_id)
+            body = (detail.body or {}).get("conflict") or {}
+            fields = parse_assignments(args.set or [])
+            current = body.get("server") or {}
+            reply = await client.resolve_conflict(
+                args.review_id,
+                {"fields": fields, "base_version": current.get("version")},
+            )
+        if reply.status != 200:
+            raise UsageError(f"the server answered {reply.status}: {json.dumps(reply.body)}")
+        print_json(reply.body)
+        return 0
+    finally:
+        await client.aclose()
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("login", help="store this device's token in the system keyring")
+    p = sub.add_parser("sync", help="deliver queued edits and pull server changes")
+    p.add_argument("--until-idle", action="store_true", help="wait until nothing is pending")
+    p.add_argument("--timeout", type=float, default=None, help="give up after S seconds")
+    p.add_argument("--batch-size", type=int, default=100)
+    p = sub.add_parser("worker", help="deliver in the background until SIGTERM/SIGINT")
+    p.add_argument("--batch-size", type=int, default=100)
+    p = sub.add_parser("dead", help="review dead-lettered edits")
+    p.add_argument("action", choices=("list", "show", "retry", "discard"))
+    p.add_argument("id", nargs="?", type=int)
+    p.add_argument("fields", nargs="*", metavar="field=value", help="retry with edited fields")
+    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("conflicts", help="list, resolve or escalate conflicts")
+    p.add_argument("action", choices=("list", "show", "resolve", "escalate", "review", "decide"))
+    p.add_argument("id", nargs="?", type=int)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--mine", action="store_true")
+    p.add_argument("--theirs", action="store_true")
+    p.add_argument("--restore", action="store_true")
+    p.add_argument("--field", action="append", metavar="F=mine|theirs")
+    p.add_argument("--note")
+    p.add_argument("--status", default="open", choices=("open", "resolved", "dismissed"))
+    p.add_argument("--review-id")
+    p.add_argument("--dismiss", action="store_true")
+    p.add_argument("--set", action="append", metavar="field=value", help="decide: merged fields")
