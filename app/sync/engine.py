@@ -31,7 +31,7 @@ from app.events import (
     SyncProgress,
 )
 from app.executor import StoreExecutor
-from app.store.errors import WorkerLockHeldError
+from app.store.errors import StorageConditionError, WorkerLockHeldError
 from app.store.lock import WorkerLock
 from app.store.stats import outstanding_depth
 from app.store.store import Store
@@ -121,7 +121,6 @@ class SyncEngine:
         """Something changed (a local edit, "Sync now"): look at the queue again."""
         if reconcile:
             self._reconcile_due = True
-        self.auth_paused = False if reconcile else self.auth_paused
         self._wake.set()
 
     def set_os_hint(self, online: bool | None, metered: bool = False) -> None:
@@ -187,6 +186,8 @@ class SyncEngine:
                 while True:
                     self._idle.clear()
                     await self._idle.wait()
+                    if self.auth_paused:
+                        return False
                     depth = await self.executor.run(outstanding_depth, self.store)
                     if depth["pending"] == 0 and depth["leased"] == 0 and not self._reconcile_due:
                         return True
@@ -246,6 +247,13 @@ class SyncEngine:
                 self.last_error = str(exc)
                 self._network_failure(str(exc))
                 await self._sleep(1.0)
+                continue
+            except StorageConditionError as exc:
+                # Disk full, read-only, busy: the queue is intact; tell the person, try later.
+                self.last_error = str(exc)
+                log.warning("store unavailable: %s", exc)
+                self._idle.set()
+                await self._sleep(self.config.sweep_interval_s)
                 continue
             self._idle.set()
             await self._sleep(await self._until_next_due())
