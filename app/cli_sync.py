@@ -33,7 +33,14 @@ def server_url(args: argparse.Namespace, store: Store) -> str:
     url = args.server or read_setting(store, SERVER_KEY)
     if not url:
         raise UsageError("no server: pass --server URL (login remembers it)")
-    return normalize_server_url(url)
+    return _normalized(url)
+
+
+def _normalized(url: str) -> str:
+    try:
+        return normalize_server_url(url)
+    except ValueError as exc:
+        raise UsageError(f"--server: {exc}") from None
 
 
 def token_for(url: str) -> str:
@@ -54,7 +61,7 @@ def make_engine(args: argparse.Namespace, store: Store) -> SyncEngine:
 def cmd_login(args: argparse.Namespace) -> int:
     if not args.server:
         raise UsageError("login needs --server URL")
-    url = normalize_server_url(args.server)
+    url = _normalized(args.server)
     if sys.stdin.isatty():
         token = getpass.getpass(f"Device token for {url}: ")
     else:

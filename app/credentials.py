@@ -19,8 +19,9 @@ the home directory can decode (keyrings.alt, or any backend keyring itself ranks
     └── KeyringAccessError         the keyring failed while answering (D-Bus error, refused)
 
 Every function that reaches the keyring may block: a D-Bus round trip, or an unlock prompt that
-waits for the person. Call them from the single-writer executor
-(`await loop.run_in_executor(executor, get_token, url)`), never on the Qt/asyncio loop thread.
+waits for the person, and secretstorage's unlock has no timeout. Call them through the
+single-writer executor (`await executor.run(get_token, url)`, app/executor.py), never on the
+Qt/asyncio loop thread; the UI's abort path is to stop waiting, not to cancel the call.
 """
 
 from __future__ import annotations
@@ -174,7 +175,7 @@ def usable_backend(backend: KeyringBackend | None = None) -> KeyringBackend:
     lower-ranked plaintext file that happens to sit further down the chain.
     """
     if backend is None:
-        backend = _backend_for_tests or _detected_backend()
+        backend = _backend_for_tests if _backend_for_tests is not None else _detected_backend()
     if isinstance(backend, chainer.ChainerBackend):
         members = list(backend.backends)
         if not members:
