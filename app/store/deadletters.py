@@ -75,6 +75,8 @@ class EntityJobState:
     retrying: int = 0
     next_attempt_at: float | None = None
     last_error: str | None = None
+    #: The conflict was sent to an admin: the record waits for the review's decision.
+    in_review: bool = False
 
 
 def error_kind(last_error: str | None, http_status: int | None) -> ErrorKind:
@@ -184,6 +186,13 @@ def job_states(store: Store, entity_ids: list[str]) -> dict[str, EntityJobState]
                         entry["next_attempt_at"] = next_at
                 if error and status != "leased":
                     entry["last_error"] = error
+            for (entity_id,) in conn.execute(
+                "SELECT entity_key FROM conflicts WHERE status IN ('escalating', 'escalated') "
+                f"AND entity_key IN ({marks})",
+                chunk,
+            ):
+                if entity_id in counts:
+                    counts[entity_id]["in_review"] = True
     for entity_id, entry in counts.items():
         states[entity_id] = EntityJobState(**entry)
     return states

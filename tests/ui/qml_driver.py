@@ -1,0 +1,106 @@
+"""Drive the real QML window in tests: find items by objectName, click, type, check layout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ui.qt import QObject, QQuickItem, QQuickWindow, Qt, QTest
+
+
+def find(window: QQuickWindow, name: str) -> Any:
+    """The visible item (or any object) called `name`; fails the test when there is none."""
+    matches = [item for item in walk(window.contentItem()) if item.objectName() == name]
+    visible = [item for item in matches if item.isVisible()]
+    if visible:
+        return visible[0]
+    found = window.findChild(QObject, name)
+    assert found is not None, f"no item named {name!r}"
+    return found
+
+
+def walk(item: QQuickItem) -> Iterator[QQuickItem]:
+    yield item
+    for child in item.childItems():
+        yield from walk(child)
+
+
+def scroll_into_view(item: QQuickItem) -> None:
+    """Scroll the enclosing Flickable (if any) so a person could see and tap `item`."""
+    parent = item.parentItem()
+    while parent is not None and "Flickable" not in parent.metaObject().className():
+        parent = parent.parentItem()
+    if parent is None:
+        return
+    content = parent.property("contentItem")
+    top = item.mapToItem(content, item.boundingRect().topLeft()).y()
+    view = parent.height()
+    y = float(parent.property("contentY"))
+    if top < y or top + item.height() > y + view:
+        most = max(0.0, float(parent.property("contentHeight")) - view)
+        parent.setProperty("contentY", min(most, max(0.0, top - view / 3)))
+
+
+def click(window: QQuickWindow, item: QQuickItem) -> None:
+    assert item.isVisible(), f"{item.objectName()} is not visible"
+    assert item.isEnabled(), f"{item.objectName()} is disabled"
+    scroll_into_view(item)
+    centre = item.mapToScene(item.boundingRect().center()).toPoint()
+    QTest.mouseClick(window, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, centre)
+
+
+def type_into(window: QQuickWindow, item: QQuickItem, text: str, *, replace: bool = True) -> None:
+    click(window, item)
+    item.forceActiveFocus()
+    if replace:
+        QTest.keyClick(window, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+        QTest.keyClick(window, Qt.Key.Key_Backspace)
+    for char in text:  # QTest.keyClicks takes only widgets
+        QTest.keyClick(window, char)
+
+
+def overflowing(window: QQuickWindow) -> list[str]:
+    """Visible items that stick out past the window's right edge (horizontal scrolling)."""
+    limit = window.width() + 0.5
+    bad = []
+    for item in walk(window.contentItem()):
+        if not item.isVisible() or item.width() <= 0 or not _shown(item):
+            continue
+        left = item.mapToScene(item.boundingRect().topLeft()).x()
+        width = item.width()
+        if item.metaObject().className().startswith("QQuickText"):
+            # Elided or wrapped text lays out within its width; anything else may spill over.
+            width = max(width, float(item.property("contentWidth")))
+        if left + width > limit:
+            name = item.objectName() or item.metaObject().className()
+            text = item.property("text") if item.property("text") is not None else ""
+            bad.append(f"{name} {text!r}: right edge {left + width:.0f} > {window.width()}")
+    return bad
+
+
+def _shown(item: QQuickItem) -> bool:
+    """False inside a clipped, scrolled-away area (a list row below the fold is fine)."""
+    parent = item.parentItem()
+    while parent is not None:
+        if not parent.isVisible() or parent.opacity() == 0:
+            return False
+        parent = parent.parentItem()
+    return True
+
+
+def too_small_targets(window: QQuickWindow) -> list[str]:
+    """Buttons, fields and boxes shorter than 44 px (touch targets)."""
+    kinds = ("Button", "TextField", "ComboBox", "ToolButton", "CheckBox")
+    small = []
+    for item in walk(window.contentItem()):
+        cls = item.metaObject().className()
+        if item.isVisible() and any(k in cls for k in kinds) and item.height() < 43.5:
+            small.append(f"{item.objectName() or cls}: {item.height():.0f} px")
+    return small
+
+
+def screenshot(window: QQuickWindow, path: Path) -> None:
+    image = window.grabWindow()
+    assert not image.isNull()
+    assert image.save(str(path)), f"could not write {path}"

@@ -1,0 +1,63 @@
+"""The bridge turns core events into Qt signals, one per kind."""
+
+from __future__ import annotations
+
+from app.events import (
+    AuthRequired,
+    ConflictRaised,
+    ConnectivityChanged,
+    EventBus,
+    JobStateChanged,
+    QueueChanged,
+    RecordsChanged,
+    SyncProgress,
+)
+from ui.bridge import Bridge
+from ui.qt import QObject, Signal, connect
+
+
+def test_each_event_becomes_its_signal(qtbot, bus: EventBus) -> None:
+    bridge = Bridge()
+    bridge.attach(bus)
+    with qtbot.wait_signal(bridge.queueChanged) as blocker:
+        bus.publish(QueueChanged({"pending": 2}, 3.5))
+    assert blocker.args == [{"pending": 2}, 3.5]
+    with qtbot.wait_signal(bridge.jobStateChanged) as blocker:
+        bus.publish(JobStateChanged(7, "e1", "pending", "timeout", 12.0))
+    assert blocker.args == [7, "e1", "pending", "timeout", 12.0]
+    with qtbot.wait_signal(bridge.recordsChanged) as blocker:
+        bus.publish(RecordsChanged(frozenset({"b", "a"})))
+    assert blocker.args == [["a", "b"]]
+    with qtbot.wait_signal(bridge.connectivityChanged) as blocker:
+        bus.publish(ConnectivityChanged("offline", "no route"))
+    assert blocker.args == ["offline", "no route"]
+    with qtbot.wait_signal(bridge.conflictRaised) as blocker:
+        bus.publish(ConflictRaised("e1", 7, "version"))
+    assert blocker.args == ["e1", 7, "version"]
+    with qtbot.wait_signal(bridge.syncProgress) as blocker:
+        bus.publish(SyncProgress(3, 10, "flush"))
+    assert blocker.args == [3, 10, "flush"]
+    with qtbot.wait_signal(bridge.authRequired) as blocker:
+        bus.publish(AuthRequired("http://x", "token revoked"))
+    assert blocker.args == ["http://x", "token revoked"]
+
+
+def test_detached_bridge_is_silent(qtbot, bus: EventBus) -> None:
+    bridge = Bridge()
+    bridge.attach(bus)
+    bridge.detach()
+    with qtbot.assert_not_emitted(bridge.queueChanged):
+        bus.publish(QueueChanged({}, None))
+
+
+def test_connect_refuses_what_is_not_a_slot(qapp) -> None:
+    class Source(QObject):
+        fired = Signal()
+
+    source = Source()
+    try:
+        connect(source.fired, "not callable")  # type: ignore[arg-type]
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("connect accepted a non-callable")

@@ -1,0 +1,90 @@
+"""The one bridge from the core to Qt: core events in, Qt Signals out.
+
+View-models and QML listen to these signals; nothing in `ui/` subscribes to the EventBus or
+touches the sync engine otherwise. Events are published on the asyncio loop, which under qasync
+is the Qt thread; an event published from another thread still arrives queued on the Qt thread
+because the bridge lives there and signals cross threads by value.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from app.events import (
+    AuthRequired,
+    ConflictRaised,
+    ConnectivityChanged,
+    Event,
+    EventBus,
+    JobStateChanged,
+    QueueChanged,
+    RecordsChanged,
+    SyncProgress,
+)
+from ui.qt import QObject, Signal
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Bridge"]
+
+
+class Bridge(QObject):
+    """Core events as Qt signals.
+
+    Signals:
+        queueChanged(dict depth, object oldest_pending_age_s)
+        jobStateChanged(int job_id, str entity_id, str status, str error, object next_attempt_at)
+        recordsChanged(list entity_ids)   — empty list means "could be anything: reload"
+        connectivityChanged(str state, str reason)
+        conflictRaised(str entity_id, int job_id, str kind)
+        syncProgress(int done, int total, str phase)
+        authRequired(str server_url, str reason)
+    """
+
+    queueChanged = Signal(dict, object)
+    jobStateChanged = Signal(int, str, str, str, object)
+    recordsChanged = Signal(list)
+    connectivityChanged = Signal(str, str)
+    conflictRaised = Signal(str, int, str)
+    syncProgress = Signal(int, int, str)
+    authRequired = Signal(str, str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def attach(self, bus: EventBus) -> None:
+        """Start forwarding `bus` events; a bridge follows one bus at a time."""
+        self.detach()
+        self._unsubscribe = bus.subscribe(self.on_bus_event)
+
+    def detach(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def on_bus_event(self, event: Event) -> None:
+        match event:
+            case QueueChanged(depth=depth, oldest_pending_age_s=age):
+                self.queueChanged.emit(dict(depth), age)
+            case JobStateChanged():
+                self.jobStateChanged.emit(
+                    event.job_id,
+                    event.entity_id,
+                    event.status,
+                    event.error or "",
+                    event.next_attempt_at,
+                )
+            case RecordsChanged(entity_ids=ids):
+                self.recordsChanged.emit(sorted(ids))
+            case ConnectivityChanged(state=state, reason=reason):
+                self.connectivityChanged.emit(state, reason)
+            case ConflictRaised(entity_id=entity_id, job_id=job_id, kind=kind):
+                self.conflictRaised.emit(entity_id, job_id, kind)
+            case SyncProgress(done=done, total=total, phase=phase):
+                self.syncProgress.emit(done, total, phase)
+            case AuthRequired(server_url=url, reason=reason):
+                self.authRequired.emit(url, reason)
+            case _:
+                log.debug("bridge ignores %s", type(event).__name__)

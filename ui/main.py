@@ -1,0 +1,226 @@
+"""`fieldsync-gui`: the Qt app on a qasync loop, with the sync engine and (by default) an
+embedded local server; or `--screenshot FILE` to render one page offscreen and exit.
+
+    fieldsync-gui [--data-dir DIR] [--server URL] [--dark]
+    fieldsync-gui --screenshot FILE [--size 360x720] [--page list|editor|conflict|dead|...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from app.events import EventBus
+from app.executor import StoreExecutor
+from app.store.db import default_data_dir
+from app.store.errors import StoreError
+from app.store.store import Store
+from ui import crash
+from ui.bridge import Bridge
+from ui.qt import QApplication, QNetworkInformation, QQmlApplicationEngine, connect
+from ui.services import Services
+from ui.viewmodels.app import PAGES, AppViewModel
+from ui.window import load_window, set_style
+
+__all__ = ["main"]
+
+log = logging.getLogger("fieldsync.gui")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="fieldsync-gui", description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", help="device data directory (default: XDG data dir)")
+    parser.add_argument("--server", help="sync with this server instead of an embedded one")
+    parser.add_argument("--dark", action="store_true", help="use a dark palette")
+    parser.add_argument("--screenshot", metavar="FILE", help="render a page to FILE and exit")
+    parser.add_argument("--size", default="360x720", help="window size for --screenshot (WxH)")
+    parser.add_argument("--page", default="list", choices=sorted(PAGES), help="page to render")
+    args = parser.parse_args(argv)
+    try:
+        width, height = (int(n) for n in args.size.lower().split("x"))
+    except ValueError:
+        parser.error(f"--size takes WIDTHxHEIGHT, got {args.size!r}")
+    args.width, args.height = width, height
+    return args
+
+
+class TokenHolder:
+    """The device token for the running engine; replaced when the person signs in again."""
+
+    def __init__(self, token: str = "") -> None:
+        self.token = token
+
+    def __call__(self) -> str:
+        return self.token
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.screenshot:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        os.environ.setdefault("QT_QUICK_BACKEND", "software")
+    from qasync import QEventLoop
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setApplicationName("Fieldsync")
+    app.setDesktopFileName("io.github.fieldsync.Fieldsync")
+    set_style()
+    loop = QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    crash.install(loop)
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    try:
+        store = Store(data_dir)
+    except StoreError as exc:
+        print(f"fieldsync-gui: {exc}", file=sys.stderr)
+        return 1
+    executor = StoreExecutor()
+    try:
+        if args.screenshot:
+            return loop.run_until_complete(_screenshot(args, store, executor))
+        return loop.run_until_complete(_run(app, args, store, executor))
+    finally:
+        executor.shutdown()
+        store.close()
+        asyncio.set_event_loop(None)
+        with contextlib.suppress(RuntimeError):
+            loop.close()
+
+
+async def _screenshot(args: argparse.Namespace, store: Store, executor: StoreExecutor) -> int:
+    bridge = Bridge()
+    services = Services(store=store, executor=executor, bridge=bridge)
+    app_vm = AppViewModel(services)
+    engine = QQmlApplicationEngine()
+    window = load_window(engine, app_vm, args.width, args.height, dark=args.dark or None)
+    app_vm.start()
+    await app_vm.wait_idle()
+    await show_page(app_vm, args.page)
+    await asyncio.sleep(0.2)  # let the scene graph lay out the loaded page
+    image = window.grabWindow()
+    ok = image.save(str(args.screenshot))
+    await app_vm.aclose()
+    window.close()
+    del engine
+    if not ok:
+        print(f"fieldsync-gui: could not write {args.screenshot}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def show_page(app_vm: AppViewModel, page: str) -> None:
+    """Navigate to `page` with something on it: the first work order, the first conflict."""
+    if page == "editor":
+        first = app_vm.workOrders.get(0)
+        if first:
+            app_vm.openWorkOrder(first["entityId"])
+        else:
+            app_vm.newWorkOrder()
+    elif page == "conflict":
+        await app_vm.conflicts.wait_idle()
+        app_vm.open("conflict")
+        await app_vm.conflicts.wait_idle()
+        first = app_vm.conflicts.openConflicts
+        if first:
+            app_vm.conflicts.openJob(first[0]["jobId"])
+    else:
+        app_vm.open(page)
+    await app_vm.wait_idle()
+
+
+async def _run(
+    app: QApplication, args: argparse.Namespace, store: Store, executor: StoreExecutor
+) -> int:
+    from app.credentials import CredentialsError, get_token
+    from app.sync.engine import SyncConfig, SyncEngine
+
+    bus = EventBus()
+    bridge = Bridge()
+    bridge.attach(bus)
+    server: Any = None
+    holder = TokenHolder()
+    if args.server:
+        url = args.server
+        try:
+            holder.token = await executor.run(get_token, url)
+        except CredentialsError as exc:
+            log.warning("no token yet: %s", exc)
+    else:
+        from server.embedded import start_server
+
+        server_dir = store.data_dir / "embedded-server"
+        server_dir.mkdir(parents=True, exist_ok=True)
+        server = await asyncio.to_thread(start_server, f"sqlite:///{server_dir / 'server.sqlite3'}")
+        url = server.base_url
+        holder.token = await asyncio.to_thread(server.add_device, "this-device")
+        log.info("embedded sync server on %s", url)
+
+    engine = SyncEngine(store, SyncConfig(server_url=url), bus, token=holder, executor=executor)
+    services = Services(
+        store=store, executor=executor, bridge=bridge, engine=engine, server_url=url
+    )
+
+    def on_signed_in(server_url: str, token: str) -> None:
+        holder.token = token
+        engine.resume_after_sign_in()
+
+    app_vm = AppViewModel(services, on_signed_in=on_signed_in)
+    qml = QQmlApplicationEngine()
+    window = load_window(qml, app_vm, 1280, 800, dark=args.dark or None)
+    app_vm.start()
+    _watch_network(engine)
+    if not holder.token:
+        app_vm.open("signin")
+
+    closed = asyncio.Event()
+    app.setQuitOnLastWindowClosed(False)
+    connect(app.lastWindowClosed, closed.set)
+    connect(app.aboutToQuit, closed.set)
+    sync_task = asyncio.create_task(engine.run(), name="sync-engine")
+    try:
+        await closed.wait()
+    finally:
+        await engine.stop()
+        if not sync_task.done():
+            sync_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sync_task
+        await app_vm.aclose()
+        window.close()
+        del qml
+        bridge.detach()
+        if server is not None:
+            await asyncio.to_thread(server.stop)
+    return 0
+
+
+def _watch_network(engine: Any) -> None:
+    """Feed the OS's view of the network to the engine as a hint; fine without a backend."""
+    if QNetworkInformation is None or not QNetworkInformation.loadDefaultBackend():
+        log.info("no network information backend; relying on the server probe alone")
+        return
+    info = QNetworkInformation.instance()
+    if info is None:
+        return
+    reach = QNetworkInformation.Reachability
+
+    def on_network_changed(*_: object) -> None:
+        value = info.reachability()
+        online = None if value == reach.Unknown else value == reach.Online
+        engine.set_os_hint(online, bool(info.isMetered()))
+
+    connect(info.reachabilityChanged, on_network_changed)
+    connect(info.isMeteredChanged, on_network_changed)
+    on_network_changed()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+// A small bar chart: values scaled to the tallest, optional labels under the bars.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+
+ColumnLayout {
+    id: chart
+    property var values: []
+    property var labels: []
+    property int maximum: 1
+    property color barColor: palette.highlight
+    spacing: 2
+
+    Item {
+        Layout.fillWidth: true
+        Layout.preferredHeight: 90
+        Rectangle {
+            anchors.fill: parent
+            color: "transparent"
+            border.color: chart.palette.mid
+        }
+        Row {
+            id: bars
+            anchors.fill: parent
+            anchors.margins: 4
+            spacing: chart.values.length > 40 ? 1 : 4
+            Repeater {
+                model: chart.values
+                Rectangle {
+                    required property var modelData
+                    width: Math.max(1, (bars.width - bars.spacing * (chart.values.length - 1)) / Math.max(1, chart.values.length))
+                    height: Math.max(modelData > 0 ? 2 : 0, bars.height * modelData / Math.max(1, chart.maximum))
+                    y: bars.height - height
+                    color: chart.barColor
+                }
+            }
+        }
+        Label {
+            anchors.centerIn: parent
+            visible: chart.values.length === 0
+            text: "No data yet"
+            color: chart.palette.placeholderText
+        }
+    }
+    Row {
+        visible: chart.labels.length > 0
+        Layout.fillWidth: true
+        spacing: 4
+        Repeater {
+            model: chart.labels
+            Label {
+                required property var modelData
+                width: (chart.width - 8 - 4 * (chart.labels.length - 1)) / Math.max(1, chart.labels.length)
+                horizontalAlignment: Text.AlignHCenter
+                elide: Text.ElideRight
+                text: modelData
+                font.pointSize: Qt.application.font.pointSize * 0.9
+            }
+        }
+    }
+}

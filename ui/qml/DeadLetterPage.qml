@@ -1,0 +1,243 @@
+// Failed changes: a table of dead jobs, the selected one's history and payload, and actions.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+
+Pane {
+    id: page
+    objectName: "deadLetterPage"
+    required property QtObject app
+    property bool wide: false
+    readonly property QtObject vm: app.deadLetters
+    readonly property var job: vm.selected
+    readonly property bool hasJob: job.jobId !== undefined
+    padding: 0
+
+    Flickable {
+        id: flick
+        anchors.fill: parent
+        contentWidth: width
+        contentHeight: column.implicitHeight + 32
+        flickableDirection: Flickable.VerticalFlick
+        boundsBehavior: Flickable.StopAtBounds
+        clip: true
+        ScrollBar.vertical: ScrollBar {}
+
+        ColumnLayout {
+            id: column
+            x: 12
+            y: 12
+            width: flick.width - 24
+            spacing: 8
+
+            Label {
+                text: "Changes the server refused or that could not be delivered. Nothing here is lost: retry, fix and retry, or discard."
+                wrapMode: Text.WordWrap
+                Layout.fillWidth: true
+            }
+            Flow {
+                Layout.fillWidth: true
+                spacing: 8
+                ComboBox {
+                    objectName: "kindFilter"
+                    model: page.vm.kindLabels
+                    width: Math.min(260, column.width)
+                    implicitHeight: 44
+                    onActivated: page.vm.kindFilter = page.vm.kindValues[currentIndex]
+                    Accessible.name: "Filter by kind of error"
+                }
+                Button {
+                    objectName: "exportButton"
+                    text: page.vm.checkedCount > 0 ? "Export " + page.vm.checkedCount + " as JSON" : "Export as JSON"
+                    implicitHeight: 44
+                    enabled: page.vm.count > 0
+                    onClicked: page.vm.exportChecked()
+                }
+            }
+
+            // Table header (wide only; on a phone each row stacks its cells).
+            RowLayout {
+                visible: page.wide && page.vm.count > 0
+                Layout.fillWidth: true
+                spacing: 8
+                Item { implicitWidth: 44 }
+                Label { text: "When"; font.bold: true; Layout.preferredWidth: 130 }
+                Label { text: "Work order"; font.bold: true; Layout.preferredWidth: 160 }
+                Label { text: "Change"; font.bold: true; Layout.preferredWidth: 60 }
+                Label { text: "Tries"; font.bold: true; Layout.preferredWidth: 40 }
+                Label { text: "Why it failed"; font.bold: true; Layout.fillWidth: true }
+            }
+            Label {
+                visible: page.vm.count === 0
+                text: "No failed changes. Everything was delivered or is still on its way."
+                wrapMode: Text.WordWrap
+                color: page.palette.placeholderText
+                Layout.fillWidth: true
+            }
+            Repeater {
+                model: page.vm
+                delegate: ItemDelegate {
+                    id: row
+                    required property int index
+                    required property int jobId
+                    required property string when
+                    required property string title
+                    required property string op
+                    required property int attempts
+                    required property string errorText
+                    objectName: "deadRow_" + index
+                    Layout.fillWidth: true
+                    highlighted: page.vm.selectedJobId === jobId
+                    implicitHeight: Math.max(56, cells.implicitHeight + 12)
+                    onClicked: page.vm.select(jobId)
+                    contentItem: RowLayout {
+                        id: cells
+                        spacing: 8
+                        CheckBox {
+                            objectName: "deadCheck_" + row.index
+                            checked: page.vm.get(row.index).checked === true
+                            implicitWidth: 44
+                            implicitHeight: 44
+                            onToggled: page.vm.setChecked(row.jobId, checked)
+                            Accessible.name: "Select " + row.title
+                        }
+                        GridLayout {
+                            columns: page.wide ? 5 : 1
+                            columnSpacing: 8
+                            rowSpacing: 2
+                            Layout.fillWidth: true
+                            Label {
+                                text: page.wide ? row.when : row.title
+                                font.bold: !page.wide
+                                elide: Text.ElideRight
+                                Layout.preferredWidth: page.wide ? 130 : -1
+                                Layout.fillWidth: !page.wide
+                            }
+                            Label {
+                                text: page.wide ? row.title : row.op + " · " + row.when + " · " + row.attempts + (row.attempts === 1 ? " try" : " tries")
+                                elide: Text.ElideRight
+                                Layout.preferredWidth: page.wide ? 160 : -1
+                                Layout.fillWidth: !page.wide
+                            }
+                            Label { visible: page.wide; text: row.op; Layout.preferredWidth: 60 }
+                            Label { visible: page.wide; text: row.attempts; Layout.preferredWidth: 40 }
+                            Label {
+                                text: row.errorText
+                                wrapMode: Text.WordWrap
+                                maximumLineCount: 3
+                                elide: Text.ElideRight
+                                Layout.fillWidth: true
+                            }
+                        }
+                    }
+                }
+            }
+
+            // The selected change.
+            ColumnLayout {
+                visible: page.hasJob
+                Layout.fillWidth: true
+                Layout.topMargin: 8
+                spacing: 6
+                Rectangle { Layout.fillWidth: true; implicitHeight: 1; color: page.palette.mid }
+                Label {
+                    objectName: "selectedTitle"
+                    text: page.hasJob ? page.job.op + " of “" + page.job.title + "”" : ""
+                    font.bold: true
+                    font.pointSize: Qt.application.font.pointSize * 1.15
+                    wrapMode: Text.WordWrap
+                    Layout.fillWidth: true
+                }
+                Label {
+                    text: page.hasJob ? "Queued " + page.job.queuedAt + ", failed " + page.job.when + " after " + page.job.attempts + (page.job.attempts === 1 ? " try. " : " tries. ") + page.job.kindText + "." : ""
+                    wrapMode: Text.WordWrap
+                    Layout.fillWidth: true
+                }
+                Label {
+                    objectName: "selectedError"
+                    text: page.hasJob ? page.job.errorText : ""
+                    wrapMode: Text.WrapAnywhere
+                    Layout.fillWidth: true
+                }
+                Label { text: "Attempts"; font.bold: true }
+                Repeater {
+                    model: page.vm.history
+                    Label {
+                        required property var modelData
+                        text: modelData
+                        wrapMode: Text.WrapAnywhere
+                        Layout.fillWidth: true
+                    }
+                }
+                Label { text: "The change (JSON; edit it to fix and retry)"; font.bold: true }
+                TextArea {
+                    id: payloadEditor
+                    objectName: "payloadEditor"
+                    text: page.hasJob ? page.job.payloadJson : ""
+                    font.family: "monospace"
+                    wrapMode: TextEdit.WrapAnywhere
+                    Layout.fillWidth: true
+                    Layout.preferredHeight: Math.max(100, implicitHeight)
+                }
+                ErrorLabel { objectName: "editError"; text: page.vm.editError; Layout.fillWidth: true }
+                Flow {
+                    Layout.fillWidth: true
+                    spacing: 8
+                    Button {
+                        objectName: "retryButton"
+                        text: "Retry as it was"
+                        implicitHeight: 44
+                        onClicked: page.vm.retry(page.job.jobId)
+                    }
+                    Button {
+                        objectName: "retryEditedButton"
+                        text: "Retry with my edits"
+                        implicitHeight: 44
+                        enabled: payloadEditor.text !== page.job.payloadJson
+                        onClicked: page.vm.retryEdited(page.job.jobId, payloadEditor.text)
+                    }
+                    Button {
+                        objectName: "discardButton"
+                        text: "Discard…"
+                        implicitHeight: 44
+                        onClicked: confirmDiscard.visible = true
+                    }
+                }
+                Frame {
+                    id: confirmDiscard
+                    objectName: "confirmDiscard"
+                    visible: false
+                    Layout.fillWidth: true
+                    ColumnLayout {
+                        width: parent.width
+                        Label {
+                            text: "Discard this change? It will not be sent to the server. A copy is kept in the audit log."
+                            wrapMode: Text.WordWrap
+                            Layout.fillWidth: true
+                        }
+                        RowLayout {
+                            Layout.fillWidth: true
+                            Button {
+                                objectName: "confirmDiscardButton"
+                                text: "Discard"
+                                implicitHeight: 44
+                                Layout.fillWidth: true
+                                onClicked: {
+                                    confirmDiscard.visible = false
+                                    page.vm.discard(page.job.jobId)
+                                }
+                            }
+                            Button {
+                                objectName: "cancelDiscardButton"
+                                text: "Keep it"
+                                implicitHeight: 44
+                                Layout.fillWidth: true
+                                onClicked: confirmDiscard.visible = false
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+// Always visible: connection, what waits to be sent, last sync, progress and "Sync now".
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+
+ToolBar {
+    id: bar
+    objectName: "statusBar"
+    required property QtObject app
+    readonly property QtObject vm: app.status
+    position: ToolBar.Footer
+
+    readonly property color stateColor: {
+        switch (vm.connectivity) {
+        case "online": return "#2e7d32"
+        case "offline": return "#757575"
+        case "degraded": return "#b45309"
+        case "signed_out": return "#c62828"
+        default: return "#1565c0"
+        }
+    }
+
+    ColumnLayout {
+        anchors.fill: parent
+        anchors.leftMargin: 8
+        anchors.rightMargin: 4
+        spacing: 2
+        RowLayout {
+            Layout.fillWidth: true
+            spacing: 8
+            Rectangle {
+                width: 12
+                height: 12
+                radius: 6
+                color: bar.stateColor
+            }
+            ColumnLayout {
+                Layout.fillWidth: true
+                spacing: 0
+                Label {
+                    objectName: "connectivityLabel"
+                    text: bar.vm.connectivityText
+                    font.bold: true
+                    elide: Text.ElideRight
+                    Layout.fillWidth: true
+                }
+                Label {
+                    objectName: "pendingLabel"
+                    text: bar.vm.pendingText + " · " + bar.vm.lastSyncText
+                    elide: Text.ElideRight
+                    Layout.fillWidth: true
+                }
+            }
+            Button {
+                objectName: "syncNowButton"
+                text: "Sync now"
+                implicitHeight: 44
+                onClicked: bar.vm.syncNow()
+            }
+        }
+        RowLayout {
+            visible: bar.vm.syncing
+            Layout.fillWidth: true
+            ProgressBar {
+                value: bar.vm.progressFraction
+                Layout.fillWidth: true
+            }
+            Label {
+                objectName: "progressLabel"
+                text: bar.vm.progressText
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+"""The one door to Qt: every `ui/` module imports PySide6 names from here, never directly.
+
+Keeps the binding swappable in one place (as qutebrowser's `qt/` package and Anki's
+`aqt/qt`) and offers `connect()`, a typed helper that refuses to wire a signal to something that
+is not callable, which PySide otherwise reports only when the signal fires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import (
+    Property,
+    QAbstractListModel,
+    QByteArray,
+    QCoreApplication,
+    QElapsedTimer,
+    QEventLoop,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    QSize,
+    Qt,
+    QTimer,
+    QUrl,
+    Signal,
+    SignalInstance,
+    Slot,
+    qInstallMessageHandler,
+)
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPalette
+from PySide6.QtQml import QQmlApplicationEngine, QQmlEngine
+from PySide6.QtQuick import QQuickItem, QQuickWindow
+from PySide6.QtQuickControls2 import QQuickStyle
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+try:  # QtNetwork is part of PySide6-Essentials, but a trimmed build may lack it.
+    from PySide6.QtNetwork import QNetworkInformation
+except ImportError:  # pragma: no cover
+    QNetworkInformation = None  # type: ignore[assignment,misc]
+
+#: Flags for `processEvents` (kept apart from the name qasync uses for its loop class).
+QEventLoopFlags = QEventLoop.ProcessEventsFlag
+
+__all__ = [
+    "Property",
+    "QAbstractListModel",
+    "QApplication",
+    "QByteArray",
+    "QColor",
+    "QCoreApplication",
+    "QElapsedTimer",
+    "QEventLoopFlags",
+    "QFont",
+    "QGuiApplication",
+    "QImage",
+    "QMessageBox",
+    "QModelIndex",
+    "QNetworkInformation",
+    "QObject",
+    "QPalette",
+    "QPersistentModelIndex",
+    "QQmlApplicationEngine",
+    "QQmlEngine",
+    "QQuickItem",
+    "QQuickStyle",
+    "QQuickWindow",
+    "QSize",
+    "QTest",
+    "QTimer",
+    "QUrl",
+    "Qt",
+    "Signal",
+    "SignalInstance",
+    "Slot",
+    "connect",
+    "qInstallMessageHandler",
+]
+
+
+def connect(signal: SignalInstance, slot: Callable[..., Any]) -> None:
+    """Connect `signal` to `slot`, failing at wiring time rather than at emit time."""
+    if not isinstance(signal, SignalInstance):
+        raise TypeError(f"connect() needs a bound signal, got {type(signal).__name__}")
+    if not callable(slot):
+        raise TypeError(f"connect() needs a callable slot, got {type(slot).__name__}")
+    if not signal.connect(slot):
+        raise RuntimeError(f"could not connect {signal} to {slot!r}")

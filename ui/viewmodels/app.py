@@ -1,0 +1,222 @@
+"""The window's view-model: which page is shown, and the wiring between the view-models.
+
+Navigation is decided here, not in QML, so it is tested without a window: on a phone the
+list is a page and back returns to it; on a wide window QML shows the list beside the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ui.qt import Property, QObject, Signal, Slot, connect
+from ui.services import Services
+from ui.viewmodels.conflicts import ConflictViewModel
+from ui.viewmodels.deadletters import DeadLetterModel
+from ui.viewmodels.diagnostics import DiagnosticsViewModel
+from ui.viewmodels.editor import EditorViewModel
+from ui.viewmodels.signin import SignInViewModel
+from ui.viewmodels.statusbar import StatusBarViewModel
+from ui.viewmodels.workorders import WorkOrderListModel
+
+__all__ = ["PAGES", "AppViewModel"]
+
+PAGES = {
+    "list": "Work orders",
+    "editor": "Work order",
+    "conflict": "Resolve conflict",
+    "dead": "Failed changes",
+    "diagnostics": "Diagnostics",
+    "signin": "Sign in",
+}
+
+OnSignedIn = Callable[[str, str], None]
+
+
+class AppViewModel(QObject):
+    """Signals:
+    pageChanged()
+    titleChanged()
+    message(str)  — a short notice for the person (shown as a toast)
+    """
+
+    pageChanged = Signal()
+    titleChanged = Signal()
+    message = Signal(str)
+
+    def __init__(
+        self,
+        services: Services,
+        parent: QObject | None = None,
+        *,
+        on_signed_in: OnSignedIn | None = None,
+        diagnostics_interval_s: float = 30.0,
+    ) -> None:
+        super().__init__(parent)
+        self._services = services
+        self._on_signed_in = on_signed_in
+        self._page = "list"
+        self._dead_count = -1
+        self._work_orders = WorkOrderListModel(services, self)
+        self._status = StatusBarViewModel(services, self)
+        self._editor = EditorViewModel(services, self)
+        self._dead = DeadLetterModel(services, self)
+        self._diagnostics = DiagnosticsViewModel(services, self, interval_s=diagnostics_interval_s)
+        self._sign_in = SignInViewModel(services, self)
+        self._conflicts = ConflictViewModel(services, self)
+        for source in (self._status, self._editor, self._dead, self._conflicts):
+            connect(source.message, self.message.emit)
+        connect(self._editor.saved, self.on_editor_saved)
+        connect(self._editor.changed, self.titleChanged.emit)
+        connect(self._dead.entitiesChanged, self.on_entities_changed)
+        connect(self._conflicts.entitiesChanged, self.on_entities_changed)
+        connect(self._conflicts.finished, self.on_conflicts_finished)
+        connect(self._sign_in.signedIn, self.on_sign_in_signed_in)
+        bridge = services.bridge
+        connect(bridge.recordsChanged, self._editor.on_bridge_records_changed)
+        connect(bridge.jobStateChanged, self._editor.on_bridge_job_state_changed)
+        connect(bridge.authRequired, self.on_bridge_auth_required)
+        connect(bridge.conflictRaised, self.on_bridge_conflict_raised)
+        connect(bridge.queueChanged, self.on_bridge_queue_changed)
+
+    def start(self) -> None:
+        """First reads, off the loop; call once the loop runs (or before `wait_idle`)."""
+        self._work_orders.reload()
+        self._status.refresh()
+        self._dead.reload()
+        self._conflicts.reload()
+        self._diagnostics.start()
+
+    async def wait_idle(self) -> None:
+        for vm in self._children():
+            await vm.wait_idle()
+
+    async def aclose(self) -> None:
+        for vm in self._children():
+            await vm.aclose()
+
+    def _children(self) -> tuple:  # type: ignore[type-arg]
+        return (
+            self._work_orders,
+            self._status,
+            self._editor,
+            self._dead,
+            self._diagnostics,
+            self._sign_in,
+            self._conflicts,
+        )
+
+    # -- navigation -------------------------------------------------------------------------
+
+    @Property(str, notify=pageChanged)
+    def page(self) -> str:
+        return self._page
+
+    @Property(str, notify=titleChanged)
+    def title(self) -> str:
+        if self._page == "editor":
+            return "New work order" if self._editor.isNew else "Work order"
+        return PAGES[self._page]
+
+    @Property(bool, notify=pageChanged)
+    def canGoBack(self) -> bool:
+        return self._page != "list"
+
+    @Slot(str)
+    def open(self, page: str) -> None:
+        if page not in PAGES:
+            raise ValueError(f"unknown page {page!r}")
+        if page == "dead":
+            self._dead.reload()
+        elif page == "diagnostics":
+            self._diagnostics.refresh()
+        elif page == "conflict" and not self._conflicts.hasCurrent:
+            self._conflicts.reload()
+        if page != self._page:
+            self._page = page
+            self.pageChanged.emit()
+            self.titleChanged.emit()
+
+    @Slot()
+    def back(self) -> None:
+        self.open("list")
+
+    @Slot(str)
+    def openWorkOrder(self, entity_id: str) -> None:
+        self._editor.load(entity_id)
+        self.open("editor")
+
+    @Slot()
+    def newWorkOrder(self) -> None:
+        self._editor.newRecord()
+        self.open("editor")
+
+    @Slot(str)
+    def resolveConflictFor(self, entity_id: str) -> None:
+        self._conflicts.openForEntity(entity_id)
+        self.open("conflict")
+
+    # -- wiring -----------------------------------------------------------------------------
+
+    def on_editor_saved(self, entity_id: str) -> None:
+        self.on_entities_changed([entity_id])
+        if self._services.engine is not None:
+            self._services.engine.wake()
+
+    def on_entities_changed(self, entity_ids: list[str]) -> None:
+        self._work_orders.on_bridge_records_changed(entity_ids)
+        self._editor.on_bridge_records_changed(entity_ids)
+        self._status.refresh()
+
+    def on_conflicts_finished(self) -> None:
+        if self._page == "conflict":
+            self.back()
+
+    def on_bridge_auth_required(self, server_url: str, reason: str) -> None:
+        self.open("signin")
+
+    def on_bridge_conflict_raised(self, entity_id: str, job_id: int, kind: str) -> None:
+        self._conflicts.reload()
+        self.message.emit("A change conflicts with the server's version: choose what to keep.")
+
+    def on_bridge_queue_changed(self, depth: dict[str, int], oldest: object) -> None:
+        dead = int(depth.get("dead", 0))
+        if dead != self._dead_count:
+            self._dead_count = dead
+            self._dead.reload()
+
+    def on_sign_in_signed_in(self, server_url: str, token: str) -> None:
+        if self._on_signed_in is not None:
+            self._on_signed_in(server_url, token)
+        self._status.signed_in()
+        self.message.emit("Signed in. Syncing…")
+        self.back()
+
+    # -- children, for QML ------------------------------------------------------------------
+
+    @Property(QObject, constant=True)
+    def workOrders(self) -> WorkOrderListModel:
+        return self._work_orders
+
+    @Property(QObject, constant=True)
+    def status(self) -> StatusBarViewModel:
+        return self._status
+
+    @Property(QObject, constant=True)
+    def editor(self) -> EditorViewModel:
+        return self._editor
+
+    @Property(QObject, constant=True)
+    def deadLetters(self) -> DeadLetterModel:
+        return self._dead
+
+    @Property(QObject, constant=True)
+    def diagnostics(self) -> DiagnosticsViewModel:
+        return self._diagnostics
+
+    @Property(QObject, constant=True)
+    def signIn(self) -> SignInViewModel:
+        return self._sign_in
+
+    @Property(QObject, constant=True)
+    def conflicts(self) -> ConflictViewModel:
+        return self._conflicts

@@ -1,0 +1,270 @@
+"""Conflict resolution: base / mine / server per field, choose, and send through the queue.
+
+Wraps `app.sync.conflicts.Conflicts` (run on the executor). Fields that merged by themselves
+are shown as such and need no choice; "Resolve later" leaves the conflict open; "Send to admin"
+escalates it to the server's review queue and the record waits for the decision.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.store.errors import StoreError
+from app.sync.conflicts import Conflicts, ConflictView
+from ui.qt import Property, QObject, Signal, Slot
+from ui.services import Services
+from ui.tasks import TaskOwner
+from ui.wording import when
+
+__all__ = ["ConflictViewModel"]
+
+_LABELS = {
+    "title": "Title",
+    "site": "Site",
+    "status": "Status",
+    "priority": "Priority",
+    "notes": "Notes",
+    "assignee": "Assignee",
+    "due_date": "Due date",
+    "deleted": "Deleted",
+}
+_STATE_TEXT = {
+    "overlap": "Changed on both sides — choose",
+    "mine": "Only you changed it — yours is kept",
+    "theirs": "Only the server changed it — theirs is kept",
+    "both": "Same change on both sides",
+    "same": "Unchanged",
+}
+_KIND_TEXT = {
+    "version": "Someone else changed this work order while you were editing it.",
+    "deleted_on_server": "This work order was deleted on the server while you edited it.",
+    "edited_on_server": "You deleted this work order, but someone edited it on the server.",
+    "exists": "A work order with this id already exists on the server.",
+}
+
+
+def _show(value: Any) -> str:
+    if value is None or value == "":
+        return "(empty)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+class ConflictViewModel(QObject):
+    """Open conflicts on this device, and the one being resolved.
+
+    Signals:
+        changed(), message(str), entitiesChanged(list), finished()
+    """
+
+    changed = Signal()
+    message = Signal(str)
+    entitiesChanged = Signal(list)
+    finished = Signal()
+
+    def __init__(self, services: Services, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._services = services
+        self._conflicts = Conflicts(services.store)
+        self._tasks = TaskOwner()
+        self._open: list[ConflictView] = []
+        self._current: ConflictView | None = None
+        self._choices: dict[str, str] = {}
+
+    # -- loading ----------------------------------------------------------------------------
+
+    @Slot()
+    def reload(self) -> None:
+        self._tasks.start(self._reload(), "conflicts-reload")
+
+    async def _reload(self) -> None:
+        self._open = await self._services.executor.run(self._conflicts.views)
+        if self._current is not None:
+            self._current = next((v for v in self._open if v.job_id == self._current.job_id), None)
+        self.changed.emit()
+
+    @Slot(str)
+    def openForEntity(self, entity_id: str) -> None:
+        self._tasks.start(self._open_for(entity_id), "conflict-open")
+
+    async def _open_for(self, entity_id: str) -> None:
+        view = await self._services.executor.run(self._conflicts.open_for, entity_id)
+        self._set_current(view)
+
+    @Slot(int)
+    def openJob(self, job_id: int) -> None:
+        self._set_current(next((v for v in self._open if v.job_id == job_id), None))
+
+    def _set_current(self, view: ConflictView | None) -> None:
+        self._current = view
+        self._choices = {}
+        self.changed.emit()
+
+    async def wait_idle(self) -> None:
+        await self._tasks.wait_idle()
+
+    async def aclose(self) -> None:
+        await self._tasks.aclose()
+
+    # -- properties -------------------------------------------------------------------------
+
+    @Property(list, notify=changed)
+    def openConflicts(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "jobId": v.job_id,
+                "title": v.title or v.entity_id[:8],
+                "text": _KIND_TEXT.get(v.kind, v.kind),
+                "waiting": v.status != "open",
+            }
+            for v in self._open
+        ]
+
+    @Property(bool, notify=changed)
+    def hasCurrent(self) -> bool:
+        return self._current is not None
+
+    @Property(str, notify=changed)
+    def title(self) -> str:
+        return self._current.title if self._current else ""
+
+    @Property(str, notify=changed)
+    def explanation(self) -> str:
+        view = self._current
+        if view is None:
+            return "No open conflict."
+        who = view.server_updated_by or "someone"
+        at = view.server_updated_at or "an unknown time"
+        text = f"{_KIND_TEXT.get(view.kind, view.kind)} Server side changed by {who} at {at}."
+        if view.status != "open":
+            text += " Waiting for an admin's review."
+        return text
+
+    @Property(bool, notify=changed)
+    def waitingForReview(self) -> bool:
+        return self._current is not None and self._current.status != "open"
+
+    @Property(list, notify=changed)
+    def fields(self) -> list[dict[str, Any]]:
+        view = self._current
+        if view is None:
+            return []
+        rows = []
+        for f in view.fields:
+            if f.state != "overlap" and _show(f.mine) == _show(f.server):
+                continue  # both sides already agree: nothing to look at
+            rows.append(
+                {
+                    "name": f.name,
+                    "label": _LABELS.get(f.name, f.name),
+                    "base": _show(f.base),
+                    "mine": _show(f.mine),
+                    "server": _show(f.server),
+                    "state": f.state,
+                    "stateText": _STATE_TEXT.get(f.state, f.state),
+                    "needsChoice": f.state == "overlap",
+                    "choice": self._choices.get(f.name, ""),
+                }
+            )
+        return rows
+
+    @Property(int, notify=changed)
+    def unresolvedCount(self) -> int:
+        view = self._current
+        if view is None:
+            return 0
+        return sum(1 for name in view.overlapping if name not in self._choices)
+
+    @Property(bool, notify=changed)
+    def canResolve(self) -> bool:
+        return self.hasCurrent and not self.waitingForReview and self.unresolvedCount == 0
+
+    @Property(bool, notify=changed)
+    def canRestore(self) -> bool:
+        return self._current is not None and self._current.kind == "deleted_on_server"
+
+    @Property(str, notify=changed)
+    def raisedAt(self) -> str:
+        return when(self._current.created_at) if self._current else ""
+
+    # -- choices ----------------------------------------------------------------------------
+
+    @Slot(str, str)
+    def choose(self, field: str, side: str) -> None:
+        if side not in ("mine", "theirs"):
+            raise ValueError(f"side must be mine or theirs, not {side!r}")
+        self._choices[field] = side
+        self.changed.emit()
+
+    @Slot()
+    def keepAllMine(self) -> None:
+        self._decide("mine")
+
+    @Slot()
+    def takeAllTheirs(self) -> None:
+        self._decide("theirs")
+
+    @Slot()
+    def restore(self) -> None:
+        self._decide("restore")
+
+    @Slot()
+    def resolve(self) -> None:
+        if not self.canResolve:
+            self.message.emit(f"Choose mine or theirs for {self.unresolvedCount} more field(s).")
+            return
+        self._decide(dict(self._choices))
+
+    def _decide(self, choice: str | dict[str, str]) -> None:
+        view = self._current
+        if view is None:
+            return
+        self._tasks.start(self._resolve(view, choice), "conflict-resolve")
+
+    async def _resolve(self, view: ConflictView, choice: str | dict[str, str]) -> None:
+        try:
+            outcome = await self._services.executor.run(
+                self._conflicts.resolve,
+                view.job_id,
+                choice,  # type: ignore[arg-type]
+            )
+        except StoreError as exc:
+            self.message.emit(f"Not resolved: {exc}")
+            return
+        if outcome == "resent":
+            self.message.emit("Resolved. The merged work order is queued for the server.")
+        else:
+            self.message.emit("Resolved. The server's version was kept.")
+        self._wake()
+        self.entitiesChanged.emit([view.entity_id])
+        self._current = None
+        await self._reload()
+        self.finished.emit()
+
+    @Slot()
+    def later(self) -> None:
+        self._current = None
+        self.changed.emit()
+        self.finished.emit()
+
+    @Slot(str)
+    def sendToAdmin(self, note: str) -> None:
+        view = self._current
+        if view is not None:
+            self._tasks.start(self._escalate(view, note), "conflict-escalate")
+
+    async def _escalate(self, view: ConflictView, note: str) -> None:
+        try:
+            await self._services.executor.run(self._conflicts.escalate, view.job_id, note or None)
+        except StoreError as exc:
+            self.message.emit(f"Not sent: {exc}")
+            return
+        self.message.emit("Sent to an admin. The work order waits for their decision.")
+        self._wake()
+        self.entitiesChanged.emit([view.entity_id])
+        await self._reload()
+
+    def _wake(self) -> None:
+        if self._services.engine is not None:
+            self._services.engine.wake()

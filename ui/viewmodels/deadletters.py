@@ -1,0 +1,367 @@
+"""The dead-letter panel: changes the server refused for good, and what to do about them.
+
+Retry sends a job again unchanged (same idempotency key); edit-then-retry validates the edited
+payload with the server's rules and sends it as a new request (new key, `queue.retry_dead`);
+discard asks first in QML and is written to the audit log by the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from app.records import ValidationError, format_validation_error, validate_create, validate_patch
+from app.store.deadletters import ERROR_KINDS, DeadJob, list_dead
+from app.store.errors import StoreError
+from app.store.store import Store
+from ui.qt import (
+    Property,
+    QAbstractListModel,
+    QByteArray,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    Signal,
+    Slot,
+)
+from ui.services import Services
+from ui.tasks import TaskOwner
+from ui.wording import error_in_words, kind_in_words, when
+
+__all__ = ["DeadLetterModel", "validate_payload"]
+
+_ROLE_NAMES = (
+    "jobId",
+    "when",
+    "title",
+    "op",
+    "attempts",
+    "errorText",
+    "kind",
+    "kindText",
+    "checked",
+)
+_ROLES = {name: Qt.ItemDataRole.UserRole + 1 + i for i, name in enumerate(_ROLE_NAMES)}
+_OPS = {"create": "Create", "update": "Edit", "delete": "Delete"}
+Index = QModelIndex | QPersistentModelIndex
+
+
+def validate_payload(text: str) -> dict[str, Any]:
+    """Parse and validate an edited job payload; raise ValueError with a readable reason."""
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"Not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    if not isinstance(payload, dict) or set(payload) - {"op", "fields"}:
+        raise ValueError('Expected {"op": …, "fields": {…}} and nothing else')
+    op, fields = payload.get("op"), payload.get("fields", {})
+    if not isinstance(fields, dict):
+        raise ValueError('"fields" must be an object')
+    try:
+        if op == "create":
+            clean = validate_create(fields)
+        elif op == "update":
+            clean = validate_patch(fields)
+            if not clean:
+                raise ValueError("An edit needs at least one field")
+        elif op == "delete":
+            if fields:
+                raise ValueError("A delete takes no fields")
+            clean = {}
+        else:
+            raise ValueError(f"Unknown operation {op!r}: use create, update or delete")
+    except ValidationError as exc:
+        raise ValueError(format_validation_error(exc)) from None
+    return {"op": op, "fields": clean}
+
+
+def _retry(store: Store, job_id: int, payload: dict[str, Any] | None) -> str:
+    return store.queue.retry_dead(job_id, payload)
+
+
+def _export(path: Path, jobs: list[DeadJob]) -> Path:
+    records = [
+        {
+            "job_id": job.id,
+            "entity_id": job.entity_id,
+            "title": job.title,
+            "op": job.op,
+            "payload": job.payload,
+            "attempt_count": job.attempt_count,
+            "last_error": job.last_error,
+            "http_status": job.http_status,
+            "error_kind": job.kind,
+            "created_at": job.created_at,
+            "failed_at": job.failed_at,
+            "attempts": [a.__dict__ for a in job.attempts],
+        }
+        for job in jobs
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(records, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+class DeadLetterModel(QAbstractListModel):
+    """Dead jobs as rows, plus the selected job's details and actions.
+
+    Signals:
+        changed()  — filter, selection or details changed
+        message(str)  — a result to tell the person
+        entitiesChanged(list)  — work orders whose badge may have changed
+    """
+
+    changed = Signal()
+    message = Signal(str)
+    entitiesChanged = Signal(list)
+
+    def __init__(self, services: Services, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._services = services
+        self._tasks = TaskOwner()
+        self._all: list[DeadJob] = []
+        self._rows: list[DeadJob] = []
+        self._checked: set[int] = set()
+        self._kind = ""
+        self._selected: int = -1
+        self._edit_error = ""
+
+    # -- model ------------------------------------------------------------------------------
+
+    def roleNames(self) -> dict[int, QByteArray]:
+        return {number: QByteArray(name.encode()) for name, number in _ROLES.items()}
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        job = self._rows[index.row()]
+        for name, number in _ROLES.items():
+            if number == role:
+                return self._value(job, name)
+        return job.title if role == Qt.ItemDataRole.DisplayRole else None
+
+    def _value(self, job: DeadJob, name: str) -> Any:
+        return {
+            "jobId": job.id,
+            "when": when(job.failed_at),
+            "title": job.title or f"Work order {job.entity_id[:8]}",
+            "op": _OPS.get(job.op, job.op),
+            "attempts": job.attempt_count,
+            "errorText": error_in_words(job.last_error, job.http_status),
+            "kind": job.kind,
+            "kindText": kind_in_words(job.kind),
+            "checked": job.id in self._checked,
+        }[name]
+
+    @Slot(int, result="QVariantMap")
+    def get(self, row: int) -> dict[str, Any]:
+        if not 0 <= row < len(self._rows):
+            return {}
+        return {name: self._value(self._rows[row], name) for name in _ROLE_NAMES}
+
+    # -- loading ----------------------------------------------------------------------------
+
+    @Slot()
+    def reload(self) -> None:
+        self._tasks.start(self._reload(), "dead-reload")
+
+    async def _reload(self) -> None:
+        jobs = await self._services.executor.run(list_dead, self._services.store)
+        self._all = jobs
+        self._apply_filter()
+
+    def _apply_filter(self) -> None:
+        self.beginResetModel()
+        self._rows = [job for job in self._all if not self._kind or job.kind == self._kind]
+        live = {job.id for job in self._all}
+        self._checked &= live
+        if self._selected not in live:
+            self._selected = self._rows[0].id if self._rows else -1
+        self.endResetModel()
+        self.changed.emit()
+
+    async def wait_idle(self) -> None:
+        await self._tasks.wait_idle()
+
+    async def aclose(self) -> None:
+        await self._tasks.aclose()
+
+    # -- filter and selection ---------------------------------------------------------------
+
+    def _get_kind(self) -> str:
+        return self._kind
+
+    def _set_kind(self, kind: str) -> None:
+        if kind != self._kind:
+            self._kind = kind
+            self._apply_filter()
+
+    kindFilter = Property(str, _get_kind, _set_kind, notify=changed)
+
+    @Property(list, notify=changed)
+    def kindValues(self) -> list[str]:
+        present = {job.kind for job in self._all}
+        return ["", *(kind for kind in ERROR_KINDS if kind in present)]
+
+    @Property(list, notify=changed)
+    def kindLabels(self) -> list[str]:
+        present = {job.kind for job in self._all}
+        counts = {kind: sum(1 for job in self._all if job.kind == kind) for kind in present}
+        labels = [f"All kinds ({len(self._all)})"]
+        labels += [f"{kind_in_words(k)} ({counts[k]})" for k in ERROR_KINDS if k in present]
+        return labels
+
+    @Slot(int)
+    def select(self, job_id: int) -> None:
+        self._selected = job_id
+        self._edit_error = ""
+        self.changed.emit()
+
+    @Slot(int, bool)
+    def setChecked(self, job_id: int, checked: bool) -> None:
+        if checked:
+            self._checked.add(job_id)
+        else:
+            self._checked.discard(job_id)
+        for i, job in enumerate(self._rows):
+            if job.id == job_id:
+                self.dataChanged.emit(self.index(i), self.index(i), [_ROLES["checked"]])
+        self.changed.emit()
+
+    def _job(self) -> DeadJob | None:
+        return next((job for job in self._all if job.id == self._selected), None)
+
+    @Property(int, notify=changed)
+    def count(self) -> int:
+        return len(self._rows)
+
+    @Property(int, notify=changed)
+    def checkedCount(self) -> int:
+        return len(self._checked)
+
+    @Property(int, notify=changed)
+    def selectedJobId(self) -> int:
+        return self._selected
+
+    @Property("QVariantMap", notify=changed)
+    def selected(self) -> dict[str, Any]:
+        job = self._job()
+        if job is None:
+            return {}
+        return {
+            "jobId": job.id,
+            "title": job.title or f"Work order {job.entity_id[:8]}",
+            "entityId": job.entity_id,
+            "op": _OPS.get(job.op, job.op),
+            "errorText": error_in_words(job.last_error, job.http_status),
+            "kindText": kind_in_words(job.kind),
+            "when": when(job.failed_at),
+            "queuedAt": when(job.created_at),
+            "attempts": job.attempt_count,
+            "payloadJson": json.dumps(job.payload, indent=2, ensure_ascii=False),
+        }
+
+    @Property(list, notify=changed)
+    def history(self) -> list[str]:
+        """The selected job's attempts, one plain line each."""
+        job = self._job()
+        if job is None:
+            return []
+        lines = []
+        for n, attempt in enumerate(job.attempts, start=1):
+            status = f"HTTP {attempt.http_status}" if attempt.http_status else "no answer"
+            took = f", {attempt.duration_ms:.0f} ms" if attempt.duration_ms is not None else ""
+            reason = f": {attempt.error}" if attempt.error else ""
+            lines.append(
+                f"{n}. {when(attempt.started_at)} — {attempt.outcome} ({status}{took}){reason}"
+            )
+        return lines
+
+    @Property(str, notify=changed)
+    def editError(self) -> str:
+        return self._edit_error
+
+    # -- actions ----------------------------------------------------------------------------
+
+    @Slot(int)
+    def retry(self, job_id: int) -> None:
+        self._tasks.start(self._retry(job_id, None), "dead-retry")
+
+    @Slot(int, str, result=bool)
+    def retryEdited(self, job_id: int, payload_text: str) -> bool:
+        """Validate first: an invalid edit stays here with the reason, nothing is sent."""
+        try:
+            payload = validate_payload(payload_text)
+        except ValueError as exc:
+            self._edit_error = str(exc)
+            self.changed.emit()
+            return False
+        self._edit_error = ""
+        self.changed.emit()
+        self._tasks.start(self._retry(job_id, payload), "dead-retry-edited")
+        return True
+
+    async def _retry(self, job_id: int, payload: dict[str, Any] | None) -> None:
+        job = next((j for j in self._all if j.id == job_id), None)
+        try:
+            await self._services.executor.run(_retry, self._services.store, job_id, payload)
+        except StoreError as exc:
+            self.message.emit(str(exc))
+        else:
+            what = "Edited change queued as a new request." if payload else "Sending it again."
+            self.message.emit(what)
+            self._wake()
+        await self._reload()
+        if job is not None:
+            self.entitiesChanged.emit([job.entity_id])
+
+    @Slot(int)
+    def discard(self, job_id: int) -> None:
+        self._tasks.start(self._discard([job_id]), "dead-discard")
+
+    @Slot()
+    def discardChecked(self) -> None:
+        self._tasks.start(self._discard(sorted(self._checked)), "dead-discard")
+
+    async def _discard(self, job_ids: list[int]) -> None:
+        entities = [job.entity_id for job in self._all if job.id in job_ids]
+        done = 0
+        for job_id in job_ids:
+            try:
+                await self._services.executor.run(self._services.store.queue.discard, job_id)
+                done += 1
+            except StoreError as exc:
+                self.message.emit(str(exc))
+        if done:
+            noun = "change" if done == 1 else "changes"
+            self.message.emit(f"Discarded {done} {noun}; kept in the audit log.")
+            self._wake()
+        await self._reload()
+        self.entitiesChanged.emit(entities)
+
+    @Slot(result=str)
+    def exportChecked(self) -> str:
+        """Write the checked jobs (or the selected one) as JSON in the data dir; the path."""
+        ids = self._checked or ({self._selected} if self._selected >= 0 else set())
+        jobs = [job for job in self._all if job.id in ids]
+        if not jobs:
+            self.message.emit("Select at least one change to export.")
+            return ""
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = self._services.store.data_dir / "exports" / f"failed-changes-{stamp}.json"
+        self._tasks.start(self._export(path, jobs), "dead-export")
+        return str(path)
+
+    async def _export(self, path: Path, jobs: list[DeadJob]) -> None:
+        written = await self._services.executor.run(_export, path, jobs)
+        self.message.emit(f"Exported {len(jobs)} to {written}")
+
+    def _wake(self) -> None:
+        if self._services.engine is not None:
+            self._services.engine.wake()

@@ -1,0 +1,321 @@
+"""The work-order editor: validates with the server's rules, saves to the local queue.
+
+Save writes the cache and enqueues the job in one transaction (`Store.record_edit`, through the
+executor), offline or not; the row's badge turns "pending" at once because `saved` names the
+record. Validation uses `app.records`, the same module the server validates with.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from app.records import ValidationError, validate_create, validate_patch
+from app.store.deadletters import EntityJobState, job_states
+from app.store.errors import InvalidEditError, StoreError
+from app.store.store import EditResult, Store
+from ui.crash import report
+from ui.qt import Property, QObject, Signal, Slot
+from ui.services import Services
+from ui.tasks import TaskOwner
+from ui.viewmodels.badges import badge_for
+
+__all__ = ["FIELDS", "EditorViewModel"]
+
+FIELDS = ("title", "site", "status", "priority", "assignee", "due_date", "notes")
+_LABELS = {
+    "title": "Title",
+    "site": "Site",
+    "status": "Status",
+    "priority": "Priority",
+    "assignee": "Assignee",
+    "due_date": "Due date",
+    "notes": "Notes",
+}
+_BLANK = {
+    "title": "",
+    "site": "",
+    "status": "open",
+    "priority": "normal",
+    "assignee": "",
+    "due_date": "",
+    "notes": "",
+}
+
+
+def _load(store: Store, entity_id: str) -> tuple[dict[str, Any] | None, EntityJobState | None]:
+    record = store.cache.get(entity_id)
+    return record, job_states(store, [entity_id]).get(entity_id)
+
+
+def _save(
+    store: Store, op: str, entity_id: str | None, fields: dict[str, Any], base: int | None
+) -> EditResult:
+    return store.record_edit(op, entity_id, fields, base_version=base)  # type: ignore[arg-type]
+
+
+def _as_form(record: dict[str, Any]) -> dict[str, str]:
+    return {name: "" if record.get(name) is None else str(record[name]) for name in FIELDS}
+
+
+def _field_errors(error: ValidationError) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    for item in error.errors():
+        name = str(item["loc"][0]) if item["loc"] else "record"
+        message = str(item["msg"]).removeprefix("Value error, ")
+        errors.setdefault(name, message[0].upper() + message[1:] if message else message)
+    return errors
+
+
+class EditorViewModel(QObject):
+    """One work order being created or edited.
+
+    Signals:
+        changed()  — fields, errors or state changed
+        saved(str entity_id)  — written to the local queue and cache
+        message(str)  — something to tell the person once
+    """
+
+    changed = Signal()
+    saved = Signal(str)
+    message = Signal(str)
+
+    def __init__(self, services: Services, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._services = services
+        self._tasks = TaskOwner(self._on_task_error)
+        self._entity_id = ""
+        self._original: dict[str, str] = dict(_BLANK)
+        self._form: dict[str, str] = dict(_BLANK)
+        self._server_version: int | None = None
+        self._state: EntityJobState | None = None
+        self._errors: dict[str, str] = {}
+        self._show_all_errors = False
+        self._touched: set[str] = set()
+        self._saving = False
+        self._loaded = False
+
+    # -- slots ------------------------------------------------------------------------------
+
+    @Slot()
+    def newRecord(self) -> None:
+        self._entity_id = ""
+        self._original = dict(_BLANK)
+        self._form = dict(_BLANK)
+        self._server_version = None
+        self._state = None
+        self._reset_validation()
+        self._loaded = True
+        self.changed.emit()
+
+    @Slot(str)
+    def load(self, entity_id: str) -> None:
+        self._tasks.start(self._load(entity_id), "editor-load")
+
+    async def _load(self, entity_id: str) -> None:
+        record, state = await self._services.executor.run(_load, self._services.store, entity_id)
+        if record is None:
+            self.message.emit("This work order is no longer on this device.")
+            self.newRecord()
+            return
+        self._entity_id = entity_id
+        self._original = _as_form(record)
+        self._form = dict(self._original)
+        self._server_version = record["server_version"]
+        self._state = state
+        self._reset_validation()
+        self._loaded = True
+        self.changed.emit()
+
+    @Slot(str, str)
+    def setField(self, name: str, value: str) -> None:
+        if name not in FIELDS:
+            raise ValueError(f"unknown field {name!r}")
+        if self._form[name] == value:
+            return
+        self._form[name] = value
+        self._touched.add(name)
+        self._validate()
+        self.changed.emit()
+
+    @Slot()
+    def revert(self) -> None:
+        self._form = dict(self._original)
+        self._reset_validation()
+        self.changed.emit()
+
+    @Slot()
+    def save(self) -> None:
+        self._show_all_errors = True
+        clean = self._validate()
+        self.changed.emit()
+        if clean is None or self._saving:
+            return
+        if not self.isNew and not clean:
+            self.message.emit("Nothing changed.")
+            return
+        self._saving = True
+        self.changed.emit()
+        self._tasks.start(self._save(clean), "editor-save")
+
+    async def _save(self, fields: dict[str, Any]) -> None:
+        op = "create" if self.isNew else "update"
+        try:
+            result = await self._services.executor.run(
+                _save,
+                self._services.store,
+                op,
+                self._entity_id or None,
+                fields,
+                self._server_version,
+            )
+        except InvalidEditError as exc:
+            self._errors = {"record": str(exc)}
+            self.message.emit(f"Not saved: {exc}")
+            return
+        except StoreError as exc:
+            self.message.emit(f"Not saved: {exc}")
+            return
+        finally:
+            self._saving = False
+            self.changed.emit()
+        self.message.emit("Saved on this device. It will be sent when the server is reachable.")
+        self.saved.emit(result.entity_id)
+        await self._load(result.entity_id)
+
+    async def wait_idle(self) -> None:
+        await self._tasks.wait_idle()
+
+    async def aclose(self) -> None:
+        await self._tasks.aclose()
+
+    def on_bridge_records_changed(self, entity_ids: list[str]) -> None:
+        if self._entity_id and self._entity_id in entity_ids and not self.dirty:
+            self.load(self._entity_id)
+
+    def on_bridge_job_state_changed(
+        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: object
+    ) -> None:
+        if entity_id == self._entity_id:
+            self._tasks.start(self._refresh_state(), "editor-state")
+
+    async def _refresh_state(self) -> None:
+        _, state = await self._services.executor.run(_load, self._services.store, self._entity_id)
+        self._state = state
+        self.changed.emit()
+
+    # -- validation -------------------------------------------------------------------------
+
+    def _changed_fields(self) -> dict[str, Any]:
+        changed: dict[str, Any] = {}
+        for name in FIELDS:
+            if self.isNew or self._form[name] != self._original[name]:
+                value: Any = self._form[name]
+                if name == "due_date" and value == "":
+                    value = None
+                changed[name] = value
+        return changed
+
+    def _validate(self) -> dict[str, Any] | None:
+        fields = self._changed_fields()
+        try:
+            clean = validate_create(fields) if self.isNew else validate_patch(fields)
+        except ValidationError as exc:
+            self._errors = _field_errors(exc)
+            return None
+        except ValueError as exc:
+            self._errors = {"record": str(exc)}
+            return None
+        self._errors = {}
+        return clean
+
+    def _reset_validation(self) -> None:
+        self._errors = {}
+        self._touched = set()
+        self._show_all_errors = False
+
+    def _on_task_error(self, exc: BaseException) -> None:
+        self._saving = False
+        self.changed.emit()
+        report(exc)
+
+    # -- properties -------------------------------------------------------------------------
+
+    @Property(str, notify=changed)
+    def entityId(self) -> str:
+        return self._entity_id
+
+    @Property(bool, notify=changed)
+    def isNew(self) -> bool:
+        return not self._entity_id
+
+    @Property(bool, notify=changed)
+    def loaded(self) -> bool:
+        return self._loaded
+
+    @Property("QVariantMap", notify=changed)
+    def fields(self) -> dict[str, str]:
+        return dict(self._form)
+
+    @Property("QVariantMap", notify=changed)
+    def errors(self) -> dict[str, str]:
+        """Messages per field, shown once the field was touched or Save was pressed."""
+        if self._show_all_errors:
+            return dict(self._errors)
+        return {k: v for k, v in self._errors.items() if k in self._touched}
+
+    @Property(str, notify=changed)
+    def errorSummary(self) -> str:
+        shown = self.errors
+        if not shown:
+            return ""
+        return "; ".join(f"{_LABELS.get(k, k)}: {v}" for k, v in shown.items())
+
+    @Property(bool, notify=changed)
+    def dirty(self) -> bool:
+        return self._form != self._original
+
+    @Property(bool, notify=changed)
+    def canSave(self) -> bool:
+        return not self._saving and not self._errors and (self.isNew or self.dirty)
+
+    @Property(bool, notify=changed)
+    def saving(self) -> bool:
+        return self._saving
+
+    @Property(bool, notify=changed)
+    def unsynced(self) -> bool:
+        state = self._state
+        return (
+            state is not None and (state.pending + state.leased + state.conflict + state.dead) > 0
+        )
+
+    @Property(str, notify=changed)
+    def badge(self) -> str:
+        return badge_for(self._state, time.time()).kind
+
+    @Property(str, notify=changed)
+    def badgeText(self) -> str:
+        return badge_for(self._state, time.time()).text
+
+    @Property(str, notify=changed)
+    def syncText(self) -> str:
+        if self.isNew:
+            return "New work order — saved on this device first, then sent to the server."
+        return badge_for(self._state, time.time()).detail
+
+    @Property(list, constant=True)
+    def statusValues(self) -> list[str]:
+        return ["open", "in_progress", "done", "cancelled"]
+
+    @Property(list, constant=True)
+    def statusLabels(self) -> list[str]:
+        return ["Open", "In progress", "Done", "Cancelled"]
+
+    @Property(list, constant=True)
+    def priorityValues(self) -> list[str]:
+        return ["low", "normal", "high"]
+
+    @Property(list, constant=True)
+    def priorityLabels(self) -> list[str]:
+        return ["Low", "Normal", "High"]

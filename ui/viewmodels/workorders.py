@@ -1,0 +1,331 @@
+"""The work-order list: a QAbstractListModel over the cache, loaded a page at a time.
+
+Fine at 100,000 rows: only `count()` and one page are read up front (off the loop), the view
+asks for more with `fetchMore` as it scrolls, and core events repaint just the rows they name
+(coalesced, so a draining queue does not repaint on every acknowledgement).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from app.store.deadletters import EntityJobState, job_states
+from app.store.store import Store
+from ui.qt import (
+    Property,
+    QAbstractListModel,
+    QByteArray,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+    Signal,
+    Slot,
+    connect,
+)
+from ui.services import Services
+from ui.tasks import TaskOwner
+from ui.viewmodels.badges import badge_for
+
+__all__ = ["STATUS_FILTERS", "WorkOrderListModel"]
+
+PAGE_SIZE = 100
+#: (value, label) for the status filter; "" means every status.
+STATUS_FILTERS = (
+    ("", "All"),
+    ("open", "Open"),
+    ("in_progress", "In progress"),
+    ("done", "Done"),
+    ("cancelled", "Cancelled"),
+)
+STATUS_LABELS = {value: label for value, label in STATUS_FILTERS if value}
+
+_ROLE_NAMES = (
+    "entityId",
+    "title",
+    "subtitle",
+    "status",
+    "statusText",
+    "priority",
+    "badge",
+    "badgeText",
+    "badgeDetail",
+    "pendingEdits",
+)
+_ROLES = {name: Qt.ItemDataRole.UserRole + 1 + i for i, name in enumerate(_ROLE_NAMES)}
+_ROLE_BY_NUMBER = {number: name for name, number in _ROLES.items()}
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+def _load_page(
+    store: Store, search: str, status: str | None, offset: int, limit: int, with_count: bool
+) -> tuple[int | None, list[dict[str, Any]], dict[str, EntityJobState]]:
+    total = store.cache.count(search=search, status=status) if with_count else None
+    rows = store.cache.query(search=search, status=status, limit=limit, offset=offset)
+    ids = [row["id"] for row in rows if row["pending_edits"]]
+    return total, rows, job_states(store, ids)
+
+
+def _load_rows(
+    store: Store, entity_ids: list[str]
+) -> tuple[dict[str, dict[str, Any] | None], dict[str, EntityJobState]]:
+    rows = {entity_id: store.cache.get(entity_id) for entity_id in entity_ids}
+    return rows, job_states(store, entity_ids)
+
+
+class WorkOrderListModel(QAbstractListModel):
+    """Work orders from the cache with search, status filter and a sync badge per row.
+
+    Signals:
+        searchChanged(), statusFilterChanged(), totalChanged(), loadingChanged()
+    """
+
+    searchChanged = Signal()
+    statusFilterChanged = Signal()
+    totalChanged = Signal()
+    loadingChanged = Signal()
+
+    def __init__(self, services: Services, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._services = services
+        self._tasks = TaskOwner()
+        self._rows: list[dict[str, Any]] = []
+        self._states: dict[str, EntityJobState] = {}
+        self._row_of: dict[str, int] = {}
+        self._total = 0
+        self._search = ""
+        self._status = ""
+        self._loading = False
+        self._generation = 0
+        self._dirty: set[str] = set()
+        self._needs_reload = False
+        self._search_timer = QTimer(self, singleShot=True, interval=250)
+        connect(self._search_timer.timeout, self.reload)
+        self._repaint_timer = QTimer(self, singleShot=True, interval=150)
+        connect(self._repaint_timer.timeout, self.on_repaint_timer_timeout)
+        self._clock_timer = QTimer(self, interval=15_000)  # "retrying in 2 min" counts down
+        connect(self._clock_timer.timeout, self.on_clock_timer_timeout)
+        self._clock_timer.start()
+        bridge = services.bridge
+        connect(bridge.recordsChanged, self.on_bridge_records_changed)
+        connect(bridge.jobStateChanged, self.on_bridge_job_state_changed)
+
+    # -- Qt model API -----------------------------------------------------------------------
+
+    def roleNames(self) -> dict[int, QByteArray]:
+        return {number: QByteArray(name.encode()) for name, number in _ROLES.items()}
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        row = self._rows[index.row()]
+        name = "title" if role == Qt.ItemDataRole.DisplayRole else _ROLE_BY_NUMBER.get(role)
+        if name is None:
+            return None
+        return self._value(row, name)
+
+    def canFetchMore(self, parent: Index = QModelIndex()) -> bool:  # noqa: B008
+        return not parent.isValid() and not self._loading and len(self._rows) < self._total
+
+    def fetchMore(self, parent: Index = QModelIndex()) -> None:  # noqa: B008
+        if self.canFetchMore(parent):
+            self._set_loading(True)
+            self._tasks.start(self._fetch_page(self._generation, len(self._rows)), "fetch-more")
+
+    # -- properties -------------------------------------------------------------------------
+
+    def _get_search(self) -> str:
+        return self._search
+
+    def _set_search(self, value: str) -> None:
+        if value != self._search:
+            self._search = value
+            self.searchChanged.emit()
+            self._search_timer.start()
+
+    search = Property(str, _get_search, _set_search, notify=searchChanged)
+
+    def _get_status_filter(self) -> str:
+        return self._status
+
+    def _set_status_filter(self, value: str) -> None:
+        if value != self._status:
+            self._status = value
+            self.statusFilterChanged.emit()
+            self.reload()
+
+    statusFilter = Property(str, _get_status_filter, _set_status_filter, notify=statusFilterChanged)
+
+    @Property(int, notify=totalChanged)
+    def total(self) -> int:
+        return self._total
+
+    @Property(bool, notify=loadingChanged)
+    def loading(self) -> bool:
+        return self._loading
+
+    @Property(list, constant=True)
+    def statusFilterLabels(self) -> list[str]:
+        return [label for _, label in STATUS_FILTERS]
+
+    @Property(list, constant=True)
+    def statusFilterValues(self) -> list[str]:
+        return [value for value, _ in STATUS_FILTERS]
+
+    # -- loading ----------------------------------------------------------------------------
+
+    @Slot()
+    def reload(self) -> None:
+        """Start again from the first page (search or filter changed, or a big change)."""
+        self._search_timer.stop()
+        self._generation += 1
+        self._set_loading(True)
+        keep = max(PAGE_SIZE, min(len(self._rows), 20 * PAGE_SIZE))
+        self._tasks.start(self._reload(self._generation, keep), "reload")
+
+    async def _reload(self, generation: int, limit: int) -> None:
+        store, status = self._services.store, self._status or None
+        total, rows, states = await self._services.executor.run(
+            _load_page, store, self._search, status, 0, limit, True
+        )
+        if generation != self._generation:
+            return  # a newer search superseded this one
+        self.beginResetModel()
+        self._rows = rows
+        self._states = states
+        self._row_of = {row["id"]: i for i, row in enumerate(rows)}
+        self.endResetModel()
+        self._set_total(total or 0)
+        self._set_loading(False)
+
+    async def _fetch_page(self, generation: int, offset: int) -> None:
+        store, status = self._services.store, self._status or None
+        try:
+            _, rows, states = await self._services.executor.run(
+                _load_page, store, self._search, status, offset, PAGE_SIZE, False
+            )
+        finally:
+            if generation == self._generation:
+                self._set_loading(False)
+        if generation != self._generation or not rows:
+            return
+        first = len(self._rows)
+        self.beginInsertRows(QModelIndex(), first, first + len(rows) - 1)
+        for i, row in enumerate(rows, start=first):
+            self._row_of[row["id"]] = i
+        self._rows.extend(rows)
+        self._states.update(states)
+        self.endInsertRows()
+
+    async def wait_idle(self) -> None:
+        await self._tasks.wait_idle()
+
+    async def aclose(self) -> None:
+        self._repaint_timer.stop()
+        self._clock_timer.stop()
+        await self._tasks.aclose()
+
+    # -- repaint on core events -------------------------------------------------------------
+
+    def on_bridge_records_changed(self, entity_ids: list[str]) -> None:
+        if not entity_ids:
+            self._needs_reload = True
+        self._dirty.update(entity_ids)
+        self._repaint_timer.start()
+
+    def on_bridge_job_state_changed(
+        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: object
+    ) -> None:
+        self._dirty.add(entity_id)
+        if not self._repaint_timer.isActive():
+            self._repaint_timer.start()
+
+    def on_repaint_timer_timeout(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        if self._needs_reload or any(entity_id not in self._row_of for entity_id in dirty):
+            # A record this page has never shown (a new one, or pulled from the server) may
+            # belong anywhere in the sort order: reload what is loaded.
+            self._needs_reload = False
+            self.reload()
+            return
+        if dirty:
+            self._tasks.start(self._repaint(self._generation, sorted(dirty)), "repaint")
+
+    def on_clock_timer_timeout(self) -> None:
+        retrying = [
+            i
+            for i, row in enumerate(self._rows)
+            if getattr(self._states.get(row["id"]), "retrying", 0)
+        ]
+        for i in retrying:
+            index = self.index(i)
+            self.dataChanged.emit(index, index, [_ROLES["badgeText"]])
+
+    async def _repaint(self, generation: int, entity_ids: list[str]) -> None:
+        rows, states = await self._services.executor.run(
+            _load_rows, self._services.store, entity_ids
+        )
+        if generation != self._generation:
+            return
+        for entity_id in entity_ids:
+            i = self._row_of.get(entity_id)
+            if i is None:
+                continue
+            row = rows.get(entity_id)
+            if row is None or row["deleted"]:
+                self.reload()
+                return
+            self._rows[i] = row
+            if entity_id in states:
+                self._states[entity_id] = states[entity_id]
+            else:
+                self._states.pop(entity_id, None)
+            index = self.index(i)
+            self.dataChanged.emit(index, index)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def row_of(self, entity_id: str) -> int:
+        return self._row_of.get(entity_id, -1)
+
+    @Slot(int, result="QVariantMap")
+    def get(self, row: int) -> dict[str, Any]:
+        """Every role of one row, for QML and tests."""
+        if not 0 <= row < len(self._rows):
+            return {}
+        return {name: self._value(self._rows[row], name) for name in _ROLE_NAMES}
+
+    def _value(self, row: dict[str, Any], name: str) -> Any:
+        if name == "entityId":
+            return row["id"]
+        if name in ("title", "status", "priority"):
+            return row[name]
+        if name == "subtitle":
+            parts = [
+                row["site"],
+                row["assignee"],
+                f"due {row['due_date']}" if row["due_date"] else "",
+            ]
+            return " · ".join(part for part in parts if part)
+        if name == "statusText":
+            return STATUS_LABELS.get(row["status"], row["status"])
+        if name == "pendingEdits":
+            return int(row["pending_edits"])
+        badge = badge_for(self._states.get(row["id"]), time.time())
+        return {"badge": badge.kind, "badgeText": badge.text, "badgeDetail": badge.detail}[name]
+
+    def _set_total(self, total: int) -> None:
+        if total != self._total:
+            self._total = total
+            self.totalChanged.emit()
+
+    def _set_loading(self, loading: bool) -> None:
+        if loading != self._loading:
+            self._loading = loading
+            self.loadingChanged.emit()

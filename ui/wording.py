@@ -1,0 +1,97 @@
+"""Plain words for what the core reports: ages, sizes, sync badges and failure reasons."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+__all__ = [
+    "ago",
+    "error_in_words",
+    "kind_in_words",
+    "size_in_words",
+    "time_until",
+    "when",
+]
+
+
+def _span(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 86400:
+        hours = int(seconds // 3600)
+        return f"{hours} h {int(seconds % 3600 // 60)} min"
+    return f"{int(seconds // 86400)} d"
+
+
+def ago(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    if seconds < 5:
+        return "just now"
+    return f"{_span(seconds)} ago"
+
+
+def time_until(at: float | None, now: float) -> str:
+    if at is None:
+        return "soon"
+    delta = at - now
+    return "now" if delta < 1 else f"in {_span(delta)}"
+
+
+def when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "—"
+    return dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def size_in_words(n_bytes: int) -> str:
+    size = float(n_bytes)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{int(size)} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"  # pragma: no cover
+
+
+_KINDS = {
+    "rejected": "Refused by the server",
+    "auth": "Not signed in",
+    "not_found": "Gone from the server",
+    "too_large": "Too large",
+    "gave_up": "Gave up after retries",
+    "other": "Other",
+}
+
+
+def kind_in_words(kind: str) -> str:
+    return _KINDS.get(kind, kind)
+
+
+def error_in_words(error: str | None, http_status: int | None = None) -> str:
+    """One sentence a field worker understands, keeping the server's reason at the end."""
+    text = (error or "").strip()
+    low = text.lower()
+    if http_status in (401, 403) or "unauthor" in low:
+        lead = "The server did not accept this device's sign-in."
+    elif http_status in (400, 422) or "validation" in low:
+        lead = "The server refused the change as invalid."
+    elif http_status == 404 or "not found" in low:
+        lead = "The work order no longer exists on the server."
+    elif http_status == 413:
+        lead = "The change is too large for the server."
+    elif low.startswith("gave up"):
+        lead = "Could not reach the server after many tries."
+    elif "timeout" in low or "timed out" in low:
+        lead = "The server took too long to answer."
+    elif "connect" in low or "network" in low or "dns" in low:
+        lead = "Could not reach the server."
+    elif http_status is not None and http_status >= 500:
+        lead = "The server had a problem."
+    elif not text:
+        return "No reason was recorded."
+    else:
+        lead = "The change could not be delivered."
+    return f"{lead} ({text})" if text else lead
