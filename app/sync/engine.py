@@ -26,6 +26,7 @@ from app.events import (
     ConflictRaised,
     ConnectivityChanged,
     EventBus,
+    JobStateChanged,
     QueueChanged,
     RecordsChanged,
     SyncProgress,
@@ -37,7 +38,12 @@ from app.store.stats import outstanding_depth
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from app.sync.connectivity import ConnectivityConfig, ConnectivityDetector
-from app.sync.delivery import apply_replies, build_mutation
+from app.sync.delivery import (
+    apply_replies,
+    build_mutations,
+    expire_orphaned_leases,
+    next_ready_at,
+)
 from app.sync.errors import AuthError, SyncError, TransientError
 from app.sync.ratelimit import TokenBucket
 from app.sync.reconcile import Reconciler
@@ -215,6 +221,7 @@ class SyncEngine:
         raise asyncio.CancelledError
 
     def _startup_sweep(self) -> None:
+        expire_orphaned_leases(self.store)
         self.store.queue.reclaim_expired()
         self.store.queue.clamp_times()
 
@@ -264,7 +271,7 @@ class SyncEngine:
         return not (self.connectivity.metered and not self.config.sync_on_metered)
 
     async def _until_next_due(self) -> float:
-        next_at = await self.executor.run(self.store.queue.next_attempt_at)
+        next_at = await self.executor.run(next_ready_at, self.store)
         wait = self.config.sweep_interval_s
         if next_at is not None:
             wait = min(wait, max(next_at - self.store.clock(), 0.05))
@@ -291,7 +298,9 @@ class SyncEngine:
         if not jobs:
             return 0
         self._in_flight = jobs
-        mutations = [await self.executor.run(build_mutation, self.store, job) for job in jobs]
+        for job in jobs:
+            self.events.publish(JobStateChanged(job.id, job.entity_key, "leased"))
+        mutations = await self.executor.run(build_mutations, self.store, jobs)
         await self._rate_limit()
         started = time.monotonic()
         correlation_id = str(uuid.uuid4())
