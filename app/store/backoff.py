@@ -5,6 +5,7 @@ Pure functions with no I/O; the random source is injected so tests are exact.
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -41,8 +42,12 @@ def backoff_delay(
     but is itself capped so a hostile or broken value cannot park a job for days.
     """
     exponent = max(attempt - 1, 0)
-    # Compare in log space: base**exponent overflows floats after a few hundred attempts.
-    raw = policy.cap if exponent > 64 else min(policy.cap, policy.initial * policy.base**exponent)
+    # Compare in log space: base**exponent overflows floats (OverflowError) for large attempt
+    # counts or bases long before the cap stops mattering.
+    if exponent * math.log(policy.base) < math.log(policy.cap / policy.initial):
+        raw = min(policy.cap, policy.initial * policy.base**exponent)
+    else:
+        raw = policy.cap
     delay = raw * (1.0 - policy.jitter) + rng.uniform(0.0, raw * policy.jitter)
     if retry_after is not None and retry_after > 0:
         delay = max(delay, min(retry_after, policy.cap))

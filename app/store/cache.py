@@ -56,6 +56,16 @@ class WorkOrderCache:
             row = connection(self.db).execute(f"{_SELECT} WHERE w.id = ?", (entity_id,)).fetchone()
         return None if row is None else _row_to_dict(row)
 
+    def exists(self, entity_id: str) -> bool:
+        """Whether the cache holds this work order (deleted or not); cheaper than ``get``."""
+        with storage_errors(self.path):
+            row = (
+                connection(self.db)
+                .execute("SELECT 1 FROM work_orders WHERE id = ?", (entity_id,))
+                .fetchone()
+            )
+        return row is not None
+
     def server_snapshot(self, entity_id: str) -> dict[str, Any] | None:
         with storage_errors(self.path):
             row = (

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import peewee as pw
+
 __all__ = [
     "CorruptDatabaseError",
     "InvalidEditError",
@@ -102,17 +104,30 @@ _CONDITIONS: dict[int, tuple[type[StorageConditionError], str]] = {
 _CORRUPT_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 
 
-def _sqlite_error(exc: BaseException) -> sqlite3.Error | None:
-    """Find the sqlite3 error behind a peewee wrapper (peewee re-raises with it as args[0])."""
+def _sqlite_errors(exc: BaseException) -> Iterator[sqlite3.Error]:
+    """Every sqlite3 error behind peewee's wrappers along the cause/context chain.
+
+    Not just the first: a failed COMMIT is often followed by a failed ROLLBACK ("no
+    transaction is active"), which would hide the condition that matters. Past the first
+    SQLite error the walk stops at anything that is neither SQLite's nor peewee's: a bug
+    raised while handling a known condition stays a bug.
+    """
     seen: BaseException | None = exc
-    while seen is not None:
+    visited: set[int] = set()
+    found = False
+    while seen is not None and id(seen) not in visited:
+        visited.add(id(seen))
+        error: sqlite3.Error | None = None
         if isinstance(seen, sqlite3.Error):
-            return seen
-        first = seen.args[0] if seen.args else None
-        if isinstance(first, sqlite3.Error):
-            return first
+            error = seen
+        elif seen.args and isinstance(seen.args[0], sqlite3.Error):
+            error = seen.args[0]
+        if error is not None:
+            found = True
+            yield error
+        elif found and not isinstance(seen, pw.PeeweeException):
+            return
         seen = seen.__cause__ or seen.__context__
-    return None
 
 
 def translate(exc: BaseException, path: Path) -> StoreError | None:
@@ -121,20 +136,18 @@ def translate(exc: BaseException, path: Path) -> StoreError | None:
         return exc
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:  # outside SQLite (the lock file)
         return StorageFullError(f"{path}: the device storage is full")
-    error = _sqlite_error(exc)
-    if error is None:
-        return None
-    code = getattr(error, "sqlite_errorcode", None)
-    if code is None:
-        return None
-    primary = code & 0xFF
-    if primary in _CORRUPT_CODES:
-        return CorruptDatabaseError(path, str(error))
-    known = _CONDITIONS.get(primary)
-    if known is None:
-        return None
-    cls, words = known
-    return cls(f"{path}: {words} ({error}). Queued edits are kept.")
+    for error in _sqlite_errors(exc):
+        code = getattr(error, "sqlite_errorcode", None)
+        if code is None:
+            continue
+        primary = code & 0xFF
+        if primary in _CORRUPT_CODES:
+            return CorruptDatabaseError(path, str(error))
+        known = _CONDITIONS.get(primary)
+        if known is not None:
+            cls, words = known
+            return cls(f"{path}: {words} ({error}). Queued edits are kept.")
+    return None
 
 
 @contextmanager

@@ -1,9 +1,10 @@
 """The durable job queue: enqueue with the local change, lease-based claims, outcomes.
 
-Every state change is one SQLite transaction (``BEGIN IMMEDIATE``), so a process killed at any
-instant leaves each job either as it was or as it became, never between. Nothing is deleted
-before the server acknowledged it: a claim only leases a job, and an expired lease returns it to
-``pending`` (``reclaim_expired``), so a crashed worker never strands work.
+Every state change is one SQLite transaction (``BEGIN IMMEDIATE``, or a single statement, which
+is its own write transaction), so a process killed at any instant leaves each job either as it
+was or as it became, never between. Nothing is deleted before the server acknowledged it: a
+claim only leases a job, and an expired lease returns it to ``pending`` (``reclaim_expired``),
+so a crashed worker never strands work.
 
 Claims honour priority (highest first, oldest first within it) and per-entity order: a job is
 not claimable while an earlier job for the same entity is pending, leased, in conflict or dead,
@@ -77,11 +78,18 @@ _CLAIM_COLUMNS = (
     "priority, attempt_count, correlation_id, created_at, locked_until"
 )
 
-_INSERT_JOB = (
-    "INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, "
-    "base_version, chained, priority, status, attempt_count, next_attempt_at, correlation_id, "
-    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)"
-)
+# One statement decides ``chained`` and inserts, so it is atomic on its own: inside the caller's
+# transaction it needs no savepoint, outside one it needs no BEGIN/COMMIT pair.
+_INSERT_JOB = """
+INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, base_version,
+                  chained, priority, status, attempt_count, next_attempt_at, correlation_id,
+                  created_at, updated_at)
+SELECT ?1, ?2, ?3, ?4, ?5, CASE WHEN prior.chained THEN NULL ELSE ?6 END, prior.chained,
+       ?7, 'pending', 0, ?8, ?9, ?8, ?8
+FROM (SELECT EXISTS (
+          SELECT 1 FROM jobs WHERE entity_key = ?5
+            AND status IN ('pending', 'leased', 'conflict', 'dead')) AS chained) AS prior
+"""
 
 _CLAIM = f"""
 UPDATE jobs SET status = 'leased', locked_by = ?, locked_until = ?,
@@ -146,17 +154,8 @@ class JobQueue:
         """
         now = self.clock()
         body = json.dumps(payload, separators=(",", ":"))
-        with storage_errors(self.path), self.db.atomic():
-            conn = connection(self.db)
-            chained = (
-                conn.execute(
-                    "SELECT 1 FROM jobs WHERE entity_key = ? "
-                    "AND status IN ('pending', 'leased', 'conflict', 'dead') LIMIT 1",
-                    (entity_key,),
-                ).fetchone()
-                is not None
-            )
-            cursor = conn.execute(
+        with storage_errors(self.path):
+            cursor = connection(self.db).execute(
                 _INSERT_JOB,
                 (
                     topic,
@@ -164,13 +163,10 @@ class JobQueue:
                     PAYLOAD_SCHEMA_VERSION,
                     new_idempotency_key(),
                     entity_key,
-                    None if chained else base_version,
-                    int(chained),
+                    base_version,
                     priority,
                     now,
                     correlation_id or str(uuid.uuid4()),
-                    now,
-                    now,
                 ),
             )
             job_id = cursor.lastrowid
@@ -182,12 +178,13 @@ class JobQueue:
     def claim(self, worker_id: str, limit: int = 1) -> list[ClaimedJob]:
         """Lease up to ``limit`` ready jobs to ``worker_id`` in one statement.
 
-        Two processes on one database never hold the same job: the UPDATE runs inside
-        ``BEGIN IMMEDIATE`` and only takes rows that are still ``pending``.
+        Two processes on one database never hold the same job: the UPDATE is a single
+        statement, so it is its own write transaction (it takes the write lock before it reads,
+        like ``BEGIN IMMEDIATE``) and only takes rows that are still ``pending``.
         """
         now = self.clock()
         until = now + self.config.lease_seconds
-        with storage_errors(self.path), self.db.atomic():
+        with storage_errors(self.path):
             rows = (
                 connection(self.db).execute(_CLAIM, (worker_id, until, now, now, limit)).fetchall()
             )
@@ -318,9 +315,10 @@ class JobQueue:
             for job in jobs:
                 cursor = conn.execute(
                     "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
-                    "attempt_count = MAX(attempt_count - 1, 0), updated_at = ? "
+                    "attempt_count = MAX(attempt_count - 1, 0), "
+                    "next_attempt_at = MIN(next_attempt_at, ?), updated_at = ? "
                     "WHERE id = ? AND status = 'leased' AND locked_until = ?",
-                    (now, job.id, job.locked_until),
+                    (now, now, job.id, job.locked_until),
                 )
                 released += cursor.rowcount
         return released
@@ -344,11 +342,14 @@ class JobQueue:
         with storage_errors(self.path), self.db.atomic():
             conn = connection(self.db)
             rows = conn.execute(
+                # A leased job was due when claimed: it is due now, even if the clock went
+                # back since (clamp_times only sees pending jobs).
                 "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
+                "next_attempt_at = MIN(next_attempt_at, ?), "
                 "last_error = COALESCE(last_error, 'lease expired'), updated_at = ? "
                 "WHERE status = 'leased' AND locked_until <= ? "
                 "RETURNING id, locked_until",
-                (now, now),
+                (now, now, now),
             ).fetchall()
             for job_id, _ in rows:
                 conn.execute(

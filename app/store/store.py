@@ -128,10 +128,13 @@ class Store:
         now = self.clock()
         try:
             if op == "create":
-                entity_id = entity_id or str(uuid.uuid4())
-                _check_uuid(entity_id)
-                if self.cache.get(entity_id) is not None:
-                    raise InvalidEditError(f"work order {entity_id} already exists")
+                if entity_id:
+                    _check_uuid(entity_id)
+                    if self.cache.exists(entity_id):
+                        raise InvalidEditError(f"work order {entity_id} already exists")
+                else:
+                    # A fresh UUID4 is well formed and (the primary key enforces it) new.
+                    entity_id = str(uuid.uuid4())
                 clean = validate_create(fields)
                 self.cache.insert_local(entity_id, clean, now)
                 payload_fields = clean

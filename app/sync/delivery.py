@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.records import EDITABLE_FIELDS
 from app.store.cache import apply_server_record
 from app.store.db import connection
 from app.store.queue import ClaimedJob, Outcome
@@ -19,7 +20,15 @@ from app.sync.errors import TransientError, classify_status
 from app.sync.merge import intent_applied, three_way
 from app.sync.transport import Reply
 
-__all__ = ["DeliveryReport", "apply_replies", "build_mutation", "requeue_with"]
+__all__ = [
+    "DeliveryReport",
+    "apply_replies",
+    "build_mutation",
+    "build_mutations",
+    "expire_orphaned_leases",
+    "next_ready_at",
+    "requeue_with",
+]
 
 
 @dataclass
@@ -50,6 +59,38 @@ def build_mutation(store: Store, job: ClaimedJob) -> dict[str, Any]:
         "base_version": None if op == "create" else base,
         "fields": job.payload.get("fields", {}),
     }
+
+
+def build_mutations(store: Store, jobs: list[ClaimedJob]) -> list[dict[str, Any]]:
+    """The request bodies for a claimed batch, in one trip to the store thread."""
+    return [build_mutation(store, job) for job in jobs]
+
+
+def expire_orphaned_leases(store: Store) -> int:
+    """Call holding the worker lock, before `reclaim_expired`. Only the lock holder claims, so
+    every lease found now belongs to a worker that died (SIGKILL, power loss): expire it at
+    once instead of making its edits wait out the lease time after every crash."""
+    with store.db.atomic():
+        cursor = connection(store.db).execute(
+            "UPDATE jobs SET locked_until = 0 WHERE status = 'leased'"
+        )
+    return int(cursor.rowcount)
+
+
+def next_ready_at(store: Store) -> float | None:
+    """When the earliest *claimable* pending job becomes ready. A job waiting behind an open
+    conflict or a dead job of the same work order is not: counting it would wake the worker
+    every few milliseconds for a job it cannot claim (a busy poll)."""
+    row = (
+        connection(store.db)
+        .execute(
+            "SELECT MIN(j.next_attempt_at) FROM jobs AS j WHERE j.status = 'pending' "
+            "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
+            "AND e.id < j.id AND e.status IN ('pending', 'leased', 'conflict', 'dead'))"
+        )
+        .fetchone()
+    )
+    return None if row[0] is None else float(row[0])
 
 
 def requeue_with(
@@ -103,6 +144,7 @@ def apply_replies(
     report = DeliveryReport()
     queue = store.queue
     now = store.clock()
+    successes: list[tuple[ClaimedJob, Reply, dict[str, Any]]] = []
     with store.db.atomic():
         conn = connection(store.db)
         for job, mutation, reply in results:
@@ -125,17 +167,7 @@ def apply_replies(
                 if record is None:
                     verdict_kind = "malformed"
                 else:
-                    queue.ack(
-                        job,
-                        Outcome(None, reply.status, duration_ms),
-                        result_version=record["version"],
-                    )
-                    apply_server_record(conn, record, now)
-                    report.done += 1
-                    report.latencies_s.append(max(now - job.created_at, 0.0))
-                    if reply.replayed:
-                        report.replayed += 1
-                        queue.bump("duplicates_detected")
+                    successes.append((job, reply, record))
                     continue
             if verdict_kind == "conflict":
                 current = _record_of(reply, "current")
@@ -160,7 +192,37 @@ def apply_replies(
             else:
                 queue.dead(job, outcome)
                 report.dead += 1
+        if successes:
+            _record_successes(store, conn, successes, report, now, duration_ms)
     return report
+
+
+def _record_successes(
+    store: Store,
+    conn: Any,
+    successes: list[tuple[ClaimedJob, Reply, dict[str, Any]]],
+    report: DeliveryReport,
+    now: float,
+    duration_ms: float,
+) -> None:
+    """Ack the applied jobs in one ``ack_many`` (not a savepoint per job), then cache the
+    server's records. A claim holds one job per entity, so no other job of the batch touches
+    these records; each ack still precedes its record, which then counts as synced."""
+    store.queue.ack_many(
+        (job, Outcome(None, reply.status, duration_ms), record["version"])
+        for job, reply, record in successes
+    )
+    for job, reply, record in successes:
+        apply_server_record(conn, record, now)
+        report.done += 1
+        report.latencies_s.append(max(now - job.created_at, 0.0))
+        if reply.replayed:
+            report.replayed += 1
+            store.queue.bump("duplicates_detected")
+
+
+#: Stands for a base value nobody knows: it equals neither side, so both count as changed.
+_UNKNOWN = object()
 
 
 def _conflict(
@@ -186,7 +248,14 @@ def _conflict(
         return
     base = store.cache.server_snapshot(job.entity_key) if op != "create" else None
     mine = fields if op != "delete" else {"deleted": True}
-    merge = three_way(base, mine, current)
+    merge_base = base
+    if base is not None and base.get("version") != mutation["base_version"]:
+        # A pull moved the cached snapshot past the version this edit was made on (while it
+        # waited for a retry): its true base is unknown, so every field it sets that the
+        # server holds differently goes to a person instead of silently overwriting theirs.
+        base = None
+        merge_base = dict.fromkeys(EDITABLE_FIELDS, _UNKNOWN)
+    merge = three_way(merge_base, mine, current)
     apply_server_record(conn, current, now)
     if op == "update" and not current.get("deleted") and not merge.overlapping:
         # Changed on different fields: merge by itself and send only what the server lacks.

@@ -84,6 +84,11 @@ def apply_page(store: Store, records: list[dict[str, Any]], token: str) -> tuple
     return changed, kept
 
 
+def _record_of(body: dict[str, Any] | None) -> Any:
+    """`GET /v1/records/{id}` answers ``{"record": {...}}``."""
+    return None if body is None else body.get("record")
+
+
 def _valid_record(record: object) -> bool:
     return (
         isinstance(record, dict)
@@ -137,8 +142,8 @@ class Reconciler:
             reply = await self.client.record(entity_id, row["etag"])
             if reply.status == 304:
                 await self.executor.run(self._touch, entity_id)
-            elif reply.status == 200 and reply.body is not None and _valid_record(reply.body):
-                await self.executor.run(self._apply_one, reply.body, reply.etag)
+            elif reply.status == 200 and _valid_record(record := _record_of(reply.body)):
+                await self.executor.run(self._apply_one, record, reply.etag)
                 report.changed_ids.add(entity_id)
             else:
                 _check(reply, "record") if reply.status != 404 else None
@@ -166,7 +171,7 @@ class Reconciler:
             ):
                 continue
             record_reply = await self.client.record(entity_id)
-            record = _check(record_reply, "record")
+            record = _record_of(_check(record_reply, "record"))
             if not _valid_record(record):
                 raise MalformedReplyError("record reply lacks id or version")
             await self.executor.run(

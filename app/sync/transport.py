@@ -10,6 +10,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import ssl
 import time
 import uuid
 from collections.abc import Callable
@@ -74,6 +75,14 @@ def _parse_body(response: httpx.Response) -> tuple[dict[str, Any] | None, str | 
     return data, None
 
 
+def _ssl_verify(verify: bool | str) -> bool | ssl.SSLContext:
+    """A CA bundle path becomes an SSL context: httpx 0.28 deprecates ``verify=<str>`` (a
+    DeprecationWarning on every client, an error under the test suite's warning filter)."""
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    return verify
+
+
 class ServerClient:
     """The device's view of the server's HTTP API."""
 
@@ -102,7 +111,7 @@ class ServerClient:
             limits=httpx.Limits(
                 max_connections=cfg.max_connections, max_keepalive_connections=cfg.max_connections
             ),
-            verify=cfg.verify,
+            verify=_ssl_verify(cfg.verify),
             transport=transport,
             follow_redirects=False,
         )
@@ -225,3 +234,12 @@ class ServerClient:
 
     async def dismiss_conflict(self, review_id: str) -> Reply:
         return await self._request("POST", f"/v1/conflicts/{review_id}/dismiss", json_body={})
+
+    async def can_review(self) -> bool:
+        """Whether this token may decide review-queue conflicts (an admin device).
+
+        Asks the admin-only ``/metrics`` endpoint: 200 for an admin, 403 for a worker. A
+        ``/v1/me`` endpoint naming the role would say it directly; there is none yet.
+        """
+        reply = await self._request("GET", "/metrics")
+        return reply.status == 200

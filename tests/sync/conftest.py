@@ -1,0 +1,56 @@
+"""Fixtures: a device store on a temp dir, and the real server on loopback with two devices."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.store.store import Store
+from server.embedded import EmbeddedServer, start_server
+from tests.support.api import ServerApi
+from tests.sync.sync_support import make_store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with make_store(tmp_path / "device-a") as opened:
+        yield opened
+
+
+@pytest.fixture
+def other_store(tmp_path: Path) -> Iterator[Store]:
+    with make_store(tmp_path / "device-b") as opened:
+        yield opened
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+    url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    with start_server(url, rate_limit_per_second=0) as running:
+        yield running
+
+
+@pytest.fixture
+def token_a(server: EmbeddedServer) -> str:
+    return server.add_device("phone-a")
+
+
+@pytest.fixture
+def token_b(server: EmbeddedServer) -> str:
+    return server.add_device("phone-b")
+
+
+@pytest.fixture
+def api_a(server: EmbeddedServer, token_a: str) -> Iterator[ServerApi]:
+    api = ServerApi(server.base_url, token_a)
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def admin_api(server: EmbeddedServer) -> Iterator[ServerApi]:
+    api = ServerApi(server.base_url, server.add_device("office", "admin"))
+    yield api
+    api.close()
