@@ -1,0 +1,105 @@
+"""Files the store must refuse without touching them: not SQLite, damaged, or too new."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from store_support import sha256, sidecars
+
+from app.store import migrations
+from app.store.db import DB_FILENAME
+from app.store.errors import CorruptDatabaseError, SchemaTooNewError
+from app.store.store import Store
+
+HEADER = b"SQLite format 3\x00"
+
+CORRUPT_FILES: dict[str, Callable[[], bytes]] = {
+    "garbage bytes": lambda: bytes(range(256)) * 16,
+    "text file": lambda: b"title,site\nPump,North yard\n" * 50,
+    "truncated header": lambda: HEADER[:9],
+    "header only": lambda: HEADER,
+    "header then garbage": lambda: HEADER + os.urandom(4080),
+    "zeroed pages": lambda: HEADER + b"\x00" * 8176,
+}
+
+
+@pytest.mark.parametrize("make_bytes", CORRUPT_FILES.values(), ids=CORRUPT_FILES.keys())
+def test_corrupt_file_is_refused_and_left_untouched(
+    data_dir: Path, make_bytes: Callable[[], bytes]
+) -> None:
+    data_dir.mkdir()
+    path = data_dir / DB_FILENAME
+    path.write_bytes(make_bytes())
+    before = sha256(path)
+
+    with pytest.raises(CorruptDatabaseError) as caught:
+        Store(data_dir)
+
+    message = str(caught.value)
+    assert str(path) in message
+    assert "left untouched" in message
+    assert "\n" not in message
+    assert sha256(path) == before
+    assert sidecars(path) == [], "no -wal/-shm/-journal was created next to it"
+    # Refusing is stable: a second attempt says the same and still writes nothing.
+    with pytest.raises(CorruptDatabaseError):
+        Store(data_dir)
+    assert sha256(path) == before
+    assert sidecars(path) == []
+
+
+def test_directory_in_place_of_the_database_is_refused(data_dir: Path) -> None:
+    path = data_dir / DB_FILENAME
+    path.mkdir(parents=True)
+    (path / "keep.txt").write_text("unsynced notes")
+
+    with pytest.raises(CorruptDatabaseError, match="directory"):
+        Store(data_dir)
+
+    assert path.is_dir()
+    assert [p.name for p in path.iterdir()] == ["keep.txt"]
+    assert sidecars(path) == []
+
+
+def test_newer_schema_is_refused_and_nothing_changes(data_dir: Path) -> None:
+    with Store(data_dir) as store:
+        store.record_edit("create", None, {"title": "Pump seal"})
+    path = data_dir / DB_FILENAME
+    newer = migrations.LATEST_VERSION + 1
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, 0)", (newer,))
+    conn.close()
+    before = sha256(path)
+
+    with pytest.raises(SchemaTooNewError) as caught:
+        Store(data_dir)
+
+    assert caught.value.found == newer
+    assert caught.value.supported == migrations.LATEST_VERSION
+    assert "newer Fieldsync" in str(caught.value)
+    assert "Nothing was changed" in str(caught.value)
+    assert sha256(path) == before
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone() == (newer,)
+        assert conn.execute("SELECT COUNT(*) FROM jobs").fetchone() == (1,)
+    finally:
+        conn.close()
+
+
+def test_empty_data_dir_gets_a_fresh_database_with_durable_pragmas(data_dir: Path) -> None:
+    with Store(data_dir) as store:
+        pragma = store.db.execute_sql
+        assert pragma("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert pragma("PRAGMA synchronous").fetchone() == (2,)  # FULL
+        assert pragma("PRAGMA foreign_keys").fetchone() == (1,)
+        assert pragma("PRAGMA busy_timeout").fetchone()[0] >= 1000
+        version = pragma("SELECT MAX(version) FROM schema_version").fetchone()
+        assert version == (migrations.LATEST_VERSION,)
+    with pytest.raises(ValueError, match="synchronous"):
+        Store(data_dir, synchronous="OFF")
