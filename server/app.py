@@ -1,0 +1,85 @@
+"""The FastAPI application: `create_app(settings)` wires the store, routes and middleware."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
+
+from server import changes, routes_conflicts, routes_mutations
+from server.database import open_store
+from server.http import Admin, CorrelationMiddleware, ServerContext, install_error_handlers
+from server.idempotency import prune_expired
+from server.logs import log_event
+from server.metrics import Metrics
+from server.ratelimit import RateLimiter
+from server.settings import Settings
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger(__name__)
+
+
+def _prune_forever(context: ServerContext, stop: threading.Event) -> None:
+    while True:
+        try:
+            removed = prune_expired(context.store, context.settings)
+            log_event(logger, logging.INFO, "pruned idempotency keys", removed=removed)
+        except Exception:
+            logger.exception("pruning idempotency keys failed; will retry")
+        if stop.wait(context.settings.prune_interval_seconds):
+            return
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the server for `settings` (opening the database and creating its schema)."""
+    settings = settings or Settings()
+    context = ServerContext(
+        settings=settings,
+        store=open_store(settings.db_url),
+        limiter=RateLimiter(
+            settings.rate_limit_burst, settings.rate_limit_per_second, settings.monotonic
+        ),
+        metrics=Metrics(),
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        stop = threading.Event()
+        pruner = threading.Thread(
+            target=_prune_forever, args=(context, stop), name="prune-keys", daemon=True
+        )
+        pruner.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            pruner.join(timeout=10)
+            context.store.close()
+
+    app = FastAPI(
+        title="Fieldsync sync server",
+        version="1",
+        summary="Idempotent, version-checked work-order sync",
+        lifespan=lifespan,
+    )
+    app.state.server = context
+    install_error_handlers(app)
+    app.add_middleware(CorrelationMiddleware, settings=settings)
+    app.include_router(routes_mutations.router)
+    app.include_router(changes.router)
+    app.include_router(routes_conflicts.router)
+
+    @app.get("/healthz", tags=["operations"])
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
+    def metrics(admin: Admin) -> PlainTextResponse:
+        return PlainTextResponse(context.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    return app

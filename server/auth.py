@@ -1,0 +1,123 @@
+"""Devices and bearer tokens: provisioning, revocation, and authenticating a request.
+
+Tokens are 256 random bits from `secrets`, shown once and stored only as their sha256 (a fast
+hash is enough for tokens this long: nobody can brute-force 2**256). Lookup goes through the
+indexed hash, and the match is confirmed with `hmac.compare_digest`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Literal
+
+import peewee as pw
+
+from server.database import Store
+
+__all__ = [
+    "AuthenticatedDevice",
+    "DeviceExistsError",
+    "DeviceInfo",
+    "Role",
+    "add_device",
+    "authenticate",
+    "hash_token",
+    "list_devices",
+    "revoke_device",
+]
+
+Role = Literal["worker", "admin"]
+ROLES: tuple[Role, ...] = ("worker", "admin")
+TOKEN_PREFIX = "fst_"
+
+
+class DeviceExistsError(Exception):
+    """A device with that name is already provisioned (revoked names stay taken)."""
+
+
+@dataclass(frozen=True)
+class AuthenticatedDevice:
+    id: int
+    name: str
+    role: Role
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    name: str
+    role: str
+    created_at: str
+    revoked_at: str | None
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def add_device(store: Store, name: str, role: Role) -> str:
+    """Provision a device; return its bearer token (the only time it exists in clear)."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}")
+    if not name or len(name) > 100:
+        raise ValueError("device name must be 1-100 characters")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    devices = store.tables.Device
+    try:
+        with store.db.atomic():
+            devices.create(
+                name=name, role=role, token_hash=hash_token(token), created_at=_now_iso()
+            )
+    except pw.IntegrityError:
+        raise DeviceExistsError(name) from None
+    return token
+
+
+def revoke_device(store: Store, name: str) -> bool:
+    """Revoke a device's token; False if no such (active) device."""
+    devices = store.tables.Device
+    with store.db.atomic():
+        changed = (
+            devices.update(revoked_at=_now_iso())
+            .where(devices.name == name, devices.revoked_at.is_null())
+            .execute()
+        )
+    return bool(changed)
+
+
+def list_devices(store: Store) -> list[DeviceInfo]:
+    devices = store.tables.Device
+    return [
+        DeviceInfo(row.name, row.role, row.created_at, row.revoked_at)
+        for row in devices.select().order_by(devices.name)
+    ]
+
+
+def authenticate(store: Store, authorization: str | None) -> AuthenticatedDevice | None:
+    """The device behind an `Authorization: Bearer …` header, or None (missing/bad/revoked)."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > 512:
+        return None
+    presented = hash_token(token)
+    devices = store.tables.Device
+    row = devices.get_or_none(devices.token_hash == presented)
+    if row is None or row.revoked_at is not None:
+        return None
+    if not hmac.compare_digest(row.token_hash, presented):
+        return None
+    role: Role = "admin" if row.role == "admin" else "worker"
+    return AuthenticatedDevice(id=row.id, name=row.name, role=role)

@@ -1,0 +1,78 @@
+"""The changes feed and single-record reads.
+
+`GET /v1/changes?since=<token>` pages through work orders in the order of their last change.
+The token is the change sequence number of the last record returned (a decimal string, opaque
+to clients). Sequence numbers come from `Store.write_transaction`, which serializes writers, so
+they become visible in commit order: a page can never be followed by a lower number committing
+late, and paging neither skips nor repeats a change. A record changed again after it was paged
+moves to a higher number and is delivered again with its new version (the feed carries the
+latest state of each record, tombstones included).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from server.http import ApiError, CurrentDevice, ServerContext
+from server.mutations import record_json
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["records"])
+
+
+def _parse_since(since: str | None) -> int:
+    if since is None or since == "":
+        return 0
+    if not since.isdigit() or len(since) > 19:
+        raise ApiError(422, {"error": "invalid_payload", "detail": "since: not a change token"})
+    return int(since)
+
+
+@router.get("/changes")
+def get_changes(
+    request: Request,
+    device: CurrentDevice,
+    since: Annotated[str | None, Query(description="`next` of the previous page")] = None,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> dict[str, Any]:
+    """Records changed after `since`, oldest change first."""
+    context: ServerContext = request.app.state.server
+    after = _parse_since(since)
+    settings = context.settings
+    page_size = min(limit or settings.changes_default_limit, settings.changes_max_limit)
+    table = context.store.tables.WorkOrder
+    rows = list(table.select().where(table.seq > after).order_by(table.seq).limit(page_size + 1))
+    has_more = len(rows) > page_size
+    rows = rows[:page_size]
+    next_token = str(rows[-1].seq) if rows else str(after)
+    return {"changes": [record_json(row) for row in rows], "next": next_token, "has_more": has_more}
+
+
+@router.get("/records/{entity_id}", responses={304: {"description": "ETag matched"}})
+def get_record(
+    request: Request,
+    device: CurrentDevice,
+    entity_id: str,
+    if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
+) -> Response:
+    """One work order (tombstones included) with `ETag: "<version>"`."""
+    context: ServerContext = request.app.state.server
+    try:
+        canonical = str(uuid.UUID(entity_id))
+    except ValueError:
+        raise ApiError(404, {"error": "not_found"}) from None
+    table = context.store.tables.WorkOrder
+    row = table.get_or_none(table.id == canonical)
+    if row is None:
+        raise ApiError(404, {"error": "not_found"})
+    etag = f'"{row.version}"'
+    if if_none_match is not None:
+        candidates = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+        if etag in candidates or "*" in candidates:
+            return Response(status_code=304, headers={"ETag": etag})
+    return JSONResponse({"record": record_json(row)}, headers={"ETag": etag})

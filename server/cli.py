@@ -1,0 +1,139 @@
+"""`fieldsync-server`: serve the sync API and manage device tokens.
+
+    fieldsync-server serve --db URL --host 127.0.0.1 --port 8750
+    fieldsync-server add-device --name phone-1 --role worker   # token on the last stdout line
+    fieldsync-server revoke-device phone-1
+    fieldsync-server list-devices
+    fieldsync-server prune-keys
+
+Every subcommand takes `--db URL` (default `FIELDSYNC_SERVER_DB`, else a SQLite file in the
+XDG data dir).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import socket
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+
+from server.app import create_app
+from server.auth import ROLES, DeviceExistsError, add_device, list_devices, revoke_device
+from server.database import open_store
+from server.idempotency import prune_expired
+from server.logs import configure_logging, log_event
+from server.settings import Settings, default_db_url
+
+__all__ = ["main"]
+
+logger = logging.getLogger("server.cli")
+_DAY = 86_400.0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fieldsync-server", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("--db", default=None, help="database URL (sqlite:///… or postgresql://…)")
+        return sub
+
+    serve = command("serve", "run the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8750, help="0 picks a free port")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    defaults = Settings(db_url="unused")
+    serve.add_argument("--rate-limit-burst", type=int, default=defaults.rate_limit_burst)
+    serve.add_argument(
+        "--rate-limit-per-second",
+        type=float,
+        default=defaults.rate_limit_per_second,
+        help="0 disables the per-device rate limit",
+    )
+    serve.add_argument(
+        "--key-retention-days",
+        type=float,
+        default=defaults.idempotency_retention_seconds / _DAY,
+        help="keep idempotency keys this long; must exceed the longest offline period",
+    )
+
+    add = command("add-device", "provision a device and print its token once")
+    add.add_argument("--name", required=True)
+    add.add_argument("--role", choices=ROLES, default="worker")
+
+    revoke = command("revoke-device", "revoke a device's token")
+    revoke.add_argument("name")
+
+    command("list-devices", "list provisioned devices")
+    prune = command("prune-keys", "delete expired idempotency keys now")
+    prune.add_argument("--key-retention-days", type=float, default=30.0)
+    return parser
+
+
+def _serve(args: argparse.Namespace, db_url: str) -> int:
+    configure_logging(args.log_level)
+    settings = Settings(
+        db_url=db_url,
+        rate_limit_burst=args.rate_limit_burst,
+        rate_limit_per_second=args.rate_limit_per_second,
+        idempotency_retention_seconds=args.key_retention_days * _DAY,
+    )
+    app = create_app(settings)
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((args.host, args.port))
+    host, port = sock.getsockname()[:2]
+    log_event(logger, logging.INFO, "listening", url=f"http://{host}:{port}", port=port)
+    config = uvicorn.Config(
+        app, log_config=None, access_log=False, log_level=args.log_level, lifespan="on"
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    db_url = args.db or default_db_url()
+    if args.command == "serve":
+        return _serve(args, db_url)
+    store = open_store(db_url)
+    try:
+        if args.command == "add-device":
+            try:
+                token = add_device(store, args.name, args.role)
+            except DeviceExistsError:
+                print(f"device {args.name!r} already exists", file=sys.stderr)
+                return 1
+            print(f"Added {args.role} device {args.name!r}. Its token (shown only now):")
+            print(token)
+        elif args.command == "revoke-device":
+            if not revoke_device(store, args.name):
+                print(f"no active device named {args.name!r}", file=sys.stderr)
+                return 1
+            print(f"Revoked {args.name!r}.")
+        elif args.command == "list-devices":
+            for device in list_devices(store):
+                state = f"revoked {device.revoked_at}" if device.revoked_at else "active"
+                print(f"{device.name}\t{device.role}\t{device.created_at}\t{state}")
+        elif args.command == "prune-keys":
+            settings = dataclasses.replace(
+                Settings(db_url=db_url),
+                idempotency_retention_seconds=args.key_retention_days * _DAY,
+            )
+            print(f"Pruned {prune_expired(store, settings)} idempotency keys.")
+    finally:
+        store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

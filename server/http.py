@@ -1,0 +1,229 @@
+"""HTTP plumbing shared by the routes: errors, body limits, correlation ids, authentication."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.auth import AuthenticatedDevice, authenticate
+from server.database import Store
+from server.idempotency import Reply
+from server.logs import correlation_id, log_event
+from server.metrics import Metrics
+from server.ratelimit import RateLimiter
+from server.settings import Settings
+
+__all__ = [
+    "Admin",
+    "ApiError",
+    "CorrelationMiddleware",
+    "CurrentDevice",
+    "IdempotencyKeyHeader",
+    "ServerContext",
+    "install_error_handlers",
+    "reply_response",
+]
+
+logger = logging.getLogger("server.access")
+
+_ERROR_NAMES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
+_CORRELATION_SHAPE = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+BATCH_PATH = "/v1/mutations/batch"
+
+
+@dataclass(frozen=True)
+class ServerContext:
+    """What every request handler needs; stored on `app.state.server`."""
+
+    settings: Settings
+    store: Store
+    limiter: RateLimiter
+    metrics: Metrics
+
+
+class ApiError(Exception):
+    """An answer with a JSON error body, raised from anywhere in a handler."""
+
+    def __init__(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None):
+        super().__init__(body.get("error", status))
+        self.status = status
+        self.body = body
+        self.headers = headers or {}
+
+
+def reply_response(reply: Reply) -> JSONResponse:
+    headers: dict[str, str] = {}
+    if reply.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    if reply.retry_after is not None:
+        headers["Retry-After"] = str(reply.retry_after)
+    return JSONResponse(reply.body, status_code=reply.status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every error leaves as `{"error": <name>, …}`."""
+
+    async def on_api_error(request: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, ApiError)
+        return JSONResponse(error.body, status_code=error.status, headers=error.headers)
+
+    async def on_http_error(request: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, HTTPException)
+        name = _ERROR_NAMES.get(error.status_code, "http_error")
+        return JSONResponse(
+            {"error": name}, status_code=error.status_code, headers=error.headers or None
+        )
+
+    async def on_invalid(request: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, RequestValidationError)
+        detail = jsonable_encoder(error.errors(), exclude={"url", "ctx"})
+        return JSONResponse({"error": "invalid_payload", "detail": detail}, status_code=422)
+
+    app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(RequestValidationError, on_invalid)
+
+
+class CorrelationMiddleware:
+    """Sets the correlation id, enforces the body limit, and writes one access-log line."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        presented = _header(scope, b"x-correlation-id")
+        cid = presented if presented and _CORRELATION_SHAPE.match(presented) else None
+        cid = cid or uuid.uuid4().hex
+        token = correlation_id.set(cid)
+        state = scope.setdefault("state", {})
+        started = time.perf_counter()
+        status = 500
+        limit = (
+            self.settings.max_batch_body_bytes
+            if scope["path"] == BATCH_PATH
+            else self.settings.max_body_bytes
+        )
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"x-correlation-id", cid.encode("ascii")))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        received = 0
+
+        async def receive_limited() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise HTTPException(413)
+            return message
+
+        try:
+            declared = _header(scope, b"content-length")
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                response = JSONResponse({"error": "payload_too_large"}, status_code=413)
+                await response(scope, receive, send_with_id)
+            else:
+                await self.app(scope, receive_limited, send_with_id)
+        finally:
+            log_event(
+                logger,
+                logging.INFO,
+                "request",
+                method=scope["method"],
+                path=scope["path"],
+                status=status,
+                duration_ms=round((time.perf_counter() - started) * 1000, 2),
+                device=state.get("device_name"),
+            )
+            correlation_id.reset(token)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            decoded: str = value.decode("latin-1")
+            return decoded
+    return None
+
+
+_bearer = HTTPBearer(auto_error=False)
+
+
+async def _context(request: Request) -> ServerContext:
+    context: ServerContext = request.app.state.server
+    return context
+
+
+Context = Annotated[ServerContext, Depends(_context)]
+
+
+def _current_device(  # sync: FastAPI runs it in the thread pool (database I/O)
+    request: Request,
+    context: Context,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> AuthenticatedDevice:
+    header = f"Bearer {credentials.credentials}" if credentials else None
+    device = authenticate(context.store, header)
+    if device is None:
+        raise ApiError(401, {"error": "unauthorized"}, {"WWW-Authenticate": "Bearer"})
+    request.state.device_name = device.name
+    wait = context.limiter.acquire(device.id)
+    if wait is not None:
+        context.metrics.inc("fieldsync_mutations_rejected_total", device.name)
+        raise ApiError(429, {"error": "rate_limited"}, {"Retry-After": str(wait)})
+    return device
+
+
+CurrentDevice = Annotated[AuthenticatedDevice, Depends(_current_device)]
+
+
+async def _admin(device: CurrentDevice) -> AuthenticatedDevice:
+    if not device.is_admin:
+        raise ApiError(403, {"error": "forbidden"})
+    return device
+
+
+Admin = Annotated[AuthenticatedDevice, Depends(_admin)]
+
+
+async def _idempotency_key(
+    key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+) -> str:
+    if key is None or not key.strip():
+        raise ApiError(400, {"error": "missing_idempotency_key"})
+    if len(key) > 255:
+        raise ApiError(400, {"error": "invalid_idempotency_key", "detail": "1-255 characters"})
+    return key
+
+
+IdempotencyKeyHeader = Annotated[str, Depends(_idempotency_key)]

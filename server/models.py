@@ -1,0 +1,154 @@
+"""Peewee table definitions for the server database, bound per database by `bind_models`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import peewee as pw
+
+__all__ = [
+    "ChangeCounter",
+    "Conflict",
+    "ConflictAudit",
+    "Device",
+    "IdempotencyKey",
+    "Tables",
+    "WorkOrderRow",
+    "bind_models",
+]
+
+
+class _Base(pw.Model):
+    class Meta:
+        legacy_table_names = False
+
+
+class Device(_Base):
+    """A provisioned client (phone, laptop) or an admin; tokens are stored as sha256 only."""
+
+    id = pw.AutoField()
+    name = pw.CharField(max_length=100, unique=True)
+    role = pw.CharField(max_length=16)
+    token_hash = pw.CharField(max_length=64, unique=True)
+    created_at = pw.CharField(max_length=40)
+    revoked_at = pw.CharField(max_length=40, null=True)
+
+
+class WorkOrderRow(_Base):
+    """The current state of one work order; `seq` is the change-feed position of its last change."""
+
+    id = pw.CharField(max_length=36, primary_key=True)
+    title = pw.CharField(max_length=200)
+    site = pw.CharField(max_length=200)
+    status = pw.CharField(max_length=16)
+    priority = pw.CharField(max_length=16)
+    notes = pw.TextField()
+    assignee = pw.CharField(max_length=200)
+    due_date = pw.CharField(max_length=10, null=True)
+    deleted = pw.BooleanField()
+    version = pw.IntegerField()
+    updated_at = pw.CharField(max_length=40)
+    updated_by = pw.CharField(max_length=100)
+    seq = pw.BigIntegerField(unique=True)
+
+    class Meta:
+        table_name = "work_order"
+
+
+class ChangeCounter(_Base):
+    """Single-row counter handing out change sequence numbers inside write transactions."""
+
+    name = pw.CharField(max_length=32, primary_key=True)
+    value = pw.BigIntegerField()
+
+
+class IdempotencyKey(_Base):
+    """One (device, key): a `processing` claim, then the stored response of its single effect."""
+
+    id = pw.AutoField()
+    device_id = pw.IntegerField()
+    key = pw.CharField(max_length=255)
+    request_hash = pw.CharField(max_length=64)
+    state = pw.CharField(max_length=16)
+    claim_token = pw.CharField(max_length=32)
+    claimed_at = pw.DoubleField()
+    created_at = pw.DoubleField(index=True)
+    status_code = pw.IntegerField(null=True)
+    response_body = pw.TextField(null=True)
+
+    class Meta:
+        indexes = ((("device_id", "key"), True),)
+
+
+class Conflict(_Base):
+    """A change a field worker sent for review instead of settling it alone."""
+
+    id = pw.AutoField()
+    entity_id = pw.CharField(max_length=36, index=True)
+    base_version = pw.IntegerField(null=True)
+    mine = pw.TextField()
+    server = pw.TextField()
+    note = pw.TextField(null=True)
+    device_id = pw.IntegerField(index=True)
+    device = pw.CharField(max_length=100)
+    status = pw.CharField(max_length=16, index=True)
+    created_at = pw.CharField(max_length=40)
+    decided_by = pw.CharField(max_length=100, null=True)
+    decided_at = pw.CharField(max_length=40, null=True)
+    resolution = pw.TextField(null=True)
+
+
+class ConflictAudit(_Base):
+    """Append-only log of review decisions: who, when, which values."""
+
+    id = pw.AutoField()
+    conflict_id = pw.IntegerField(index=True)
+    action = pw.CharField(max_length=16)
+    actor = pw.CharField(max_length=100)
+    at = pw.CharField(max_length=40)
+    chosen = pw.TextField()
+
+
+M = TypeVar("M", bound=pw.Model)
+
+
+def _bound(model: type[M], database: pw.Database) -> type[M]:
+    # Subclassing per database (instead of Model.bind, which is global) lets one process run
+    # several servers on different databases: tests, the benchmark, the app's embedded server.
+    meta = type("Meta", (), {"database": database, "table_name": model._meta.table_name})
+    namespace: dict[str, Any] = {"Meta": meta, "__module__": __name__}
+    return cast(type[M], type(model.__name__, (model,), namespace))
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The model classes bound to one database."""
+
+    Device: type[Device]
+    WorkOrder: type[WorkOrderRow]
+    ChangeCounter: type[ChangeCounter]
+    IdempotencyKey: type[IdempotencyKey]
+    Conflict: type[Conflict]
+    ConflictAudit: type[ConflictAudit]
+
+    def all(self) -> list[type[pw.Model]]:
+        return [
+            self.Device,
+            self.WorkOrder,
+            self.ChangeCounter,
+            self.IdempotencyKey,
+            self.Conflict,
+            self.ConflictAudit,
+        ]
+
+
+def bind_models(database: pw.Database) -> Tables:
+    return Tables(
+        Device=_bound(Device, database),
+        WorkOrder=_bound(WorkOrderRow, database),
+        ChangeCounter=_bound(ChangeCounter, database),
+        IdempotencyKey=_bound(IdempotencyKey, database),
+        Conflict=_bound(Conflict, database),
+        ConflictAudit=_bound(ConflictAudit, database),
+    )

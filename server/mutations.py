@@ -1,0 +1,203 @@
+"""Applying one validated mutation to a work order: create, patch or tombstone, version-checked.
+
+Runs inside `Store.write_transaction`, which serializes writers, so the read-check-write below
+cannot interleave with another writer; the `WHERE version = base_version` on the update is a
+second guard that turns any such bug into a conflict instead of a lost update.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import peewee as pw
+
+from app.records import EDITABLE_FIELDS, Mutation, ValidationError, validate_create, validate_patch
+from server.database import ChangeSequence, Store
+from server.idempotency import Reply
+from server.models import WorkOrderRow
+
+__all__ = [
+    "InvalidMutation",
+    "ValidMutation",
+    "apply_mutation",
+    "conflict_reply",
+    "now_iso",
+    "record_json",
+    "validate_mutation",
+]
+
+
+class InvalidMutation(Exception):
+    """The mutation cannot be applied as sent (422 invalid_payload)."""
+
+    def __init__(self, detail: Any) -> None:
+        super().__init__(str(detail))
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class ValidMutation:
+    """A mutation whose envelope and fields passed validation; `fields` are normalized."""
+
+    entity_id: str
+    op: str
+    base_version: int | None
+    fields: dict[str, Any]
+
+    def canonical(self) -> dict[str, Any]:
+        return {
+            "entity_id": self.entity_id,
+            "op": self.op,
+            "base_version": self.base_version,
+            "fields": self.fields,
+        }
+
+
+def now_iso() -> str:
+    """Server time as ISO 8601 UTC with a `Z`, millisecond precision."""
+    stamp = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def validation_detail(error: ValidationError | ValueError) -> Any:
+    if isinstance(error, ValidationError):
+        return [
+            {"loc": list(item["loc"]), "msg": item["msg"], "type": item["type"]}
+            for item in error.errors(include_url=False, include_context=False)
+        ]
+    return str(error)
+
+
+def validate_mutation(raw: Any) -> ValidMutation:
+    """Check the envelope and the fields of a mutation; raise `InvalidMutation` with details."""
+    try:
+        mutation = Mutation.model_validate(raw)
+    except ValidationError as error:
+        raise InvalidMutation(validation_detail(error)) from None
+    entity_id = str(uuid.UUID(mutation.entity_id))
+    if mutation.op == "create":
+        if mutation.base_version is not None:
+            raise InvalidMutation("base_version must be null for create")
+        fields = _validated(validate_create, mutation.fields)
+    else:
+        if mutation.base_version is None:
+            raise InvalidMutation(f"base_version is required for {mutation.op}")
+        if mutation.op == "update":
+            if not mutation.fields:
+                raise InvalidMutation("update needs at least one field")
+            fields = _validated(validate_patch, mutation.fields)
+        else:
+            if mutation.fields not in ({}, {"deleted": True}):
+                raise InvalidMutation("delete takes no fields")
+            fields = {"deleted": True}
+    return ValidMutation(entity_id, mutation.op, mutation.base_version, fields)
+
+
+def _validated(validator: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    try:
+        result: dict[str, Any] = validator(fields)
+    except (ValidationError, ValueError) as error:
+        raise InvalidMutation(validation_detail(error)) from None
+    return result
+
+
+def record_json(row: WorkOrderRow) -> dict[str, Any]:
+    """The wire form of a work order."""
+    return {
+        "id": row.id,
+        "title": row.title,
+        "site": row.site,
+        "status": row.status,
+        "priority": row.priority,
+        "notes": row.notes,
+        "assignee": row.assignee,
+        "due_date": row.due_date,
+        "deleted": bool(row.deleted),
+        "version": row.version,
+        "updated_at": row.updated_at,
+        "updated_by": row.updated_by,
+    }
+
+
+def conflict_reply(row: WorkOrderRow) -> Reply:
+    return Reply(409, {"error": "version_conflict", "current": record_json(row)})
+
+
+def _get(store: Store, entity_id: str) -> WorkOrderRow | None:
+    table = store.tables.WorkOrder
+    row: WorkOrderRow | None = table.get_or_none(table.id == entity_id)
+    return row
+
+
+def apply_mutation(
+    store: Store, mutation: ValidMutation, device_name: str, sequence: ChangeSequence
+) -> Reply:
+    """Apply inside a write transaction; the reply is what the device gets (and what is stored)."""
+    table = store.tables.WorkOrder
+    current = _get(store, mutation.entity_id)
+    if mutation.op == "create":
+        if current is not None:
+            return conflict_reply(current)
+        values = {
+            **mutation.fields,
+            "id": mutation.entity_id,
+            "version": 1,
+            "updated_at": now_iso(),
+            "updated_by": device_name,
+            "seq": sequence.next(),
+        }
+        try:
+            with store.db.atomic():
+                table.insert(**values).execute()
+        except pw.IntegrityError:
+            # Only reachable if a writer bypassed the counter lock; answer as a conflict.
+            raced = _get(store, mutation.entity_id)
+            if raced is None:
+                raise
+            return conflict_reply(raced)
+        return Reply(201, {"record": record_json(table(**values))})
+    if current is None:
+        return Reply(404, {"error": "not_found"})
+    if current.version != mutation.base_version:
+        return conflict_reply(current)
+    return update_record(store, current, mutation.fields, device_name, sequence)
+
+
+def update_record(
+    store: Store,
+    current: WorkOrderRow,
+    fields: dict[str, Any],
+    device_name: str,
+    sequence: ChangeSequence,
+) -> Reply:
+    """Write `fields` over `current` as version+1 (a compare-and-set on the version)."""
+    table = store.tables.WorkOrder
+    changes: dict[str, Any] = {
+        name: value for name, value in fields.items() if name in EDITABLE_FIELDS
+    }
+    changes.update(
+        version=current.version + 1,
+        updated_at=now_iso(),
+        updated_by=device_name,
+        seq=sequence.next(),
+    )
+    changed = (
+        table.update(**changes)
+        .where(table.id == current.id, table.version == current.version)
+        .execute()
+    )
+    if not changed:
+        return conflict_reply(_require(store, current.id))
+    for name, value in changes.items():
+        setattr(current, name, value)
+    return Reply(200, {"record": record_json(current)})
+
+
+def _require(store: Store, entity_id: str) -> WorkOrderRow:
+    row = _get(store, entity_id)
+    if row is None:
+        raise LookupError(entity_id)
+    return row

@@ -1,0 +1,142 @@
+"""Review-queue endpoints under `/v1/conflicts` (raise, list, read, resolve, dismiss)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.records import ValidationError, validate_patch
+from server.conflicts import (
+    STATUSES,
+    audit_entries,
+    conflict_json,
+    decide,
+    load_visible,
+    raise_conflict,
+)
+from server.database import ChangeSequence
+from server.http import (
+    Admin,
+    ApiError,
+    CurrentDevice,
+    IdempotencyKeyHeader,
+    ServerContext,
+    reply_response,
+)
+from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
+from server.mutations import validation_detail
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/conflicts", tags=["review queue"])
+
+
+class RaiseConflict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    entity_id: str
+    base_version: int | None = Field(default=None, ge=1)
+    mine: dict[str, Any]
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class Resolution(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    fields: dict[str, Any]
+    base_version: int = Field(ge=1)
+
+
+def _patch(fields: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return validate_patch(fields)
+    except (ValidationError, ValueError) as error:
+        detail = validation_detail(error)
+        raise ApiError(422, {"error": "invalid_payload", "detail": detail}) from None
+
+
+def _context(request: Request) -> ServerContext:
+    context: ServerContext = request.app.state.server
+    return context
+
+
+@router.post("", status_code=201)
+def post_conflict(
+    request: Request,
+    device: CurrentDevice,
+    idempotency_key: IdempotencyKeyHeader,
+    body: RaiseConflict,
+) -> JSONResponse:
+    """Send a change for an admin's review instead of overwriting or dropping it."""
+    context = _context(request)
+    try:
+        entity_id = str(uuid.UUID(body.entity_id))
+    except ValueError:
+        raise ApiError(422, {"error": "invalid_payload", "detail": "entity_id"}) from None
+    mine = _patch(body.mine)
+    canonical = {
+        "entity_id": entity_id,
+        "base_version": body.base_version,
+        "mine": mine,
+        "note": body.note,
+    }
+
+    def effect(sequence: ChangeSequence) -> Reply:
+        return raise_conflict(context.store, device, entity_id, body.base_version, mine, body.note)
+
+    call = IdempotentCall(idempotency_key, request_hash("conflict", canonical), effect)
+    [reply] = execute_idempotent(context.store, device.id, [call], context.settings)
+    if reply.status == 201 and not reply.replayed:
+        context.metrics.inc("fieldsync_conflicts_raised_total", device.name)
+    return reply_response(reply)
+
+
+@router.get("")
+def list_conflicts(
+    request: Request,
+    device: CurrentDevice,
+    status: Annotated[str | None, Query(description="open, resolved or dismissed")] = None,
+) -> dict[str, Any]:
+    """An admin sees every device's conflicts, a worker only its own."""
+    context = _context(request)
+    if status is not None and status not in STATUSES:
+        raise ApiError(422, {"error": "invalid_payload", "detail": f"status: one of {STATUSES}"})
+    table = context.store.tables.Conflict
+    query = table.select().order_by(table.id)
+    if status is not None:
+        query = query.where(table.status == status)
+    if not device.is_admin:
+        query = query.where(table.device_id == device.id)
+    return {"conflicts": [conflict_json(row) for row in query]}
+
+
+@router.get("/{conflict_id}")
+def get_conflict(request: Request, device: CurrentDevice, conflict_id: int) -> dict[str, Any]:
+    """One conflict with its audit trail (404 for another worker's)."""
+    context = _context(request)
+    row = load_visible(context.store, device, conflict_id)
+    if row is None:
+        raise ApiError(404, {"error": "not_found"})
+    return {"conflict": conflict_json(row, audit_entries(context.store, row.id))}
+
+
+@router.post("/{conflict_id}/resolve")
+def resolve_conflict(
+    request: Request, admin: Admin, conflict_id: int, body: Resolution
+) -> JSONResponse:
+    """Apply the merged fields as a normal change; 409 if the record moved meanwhile."""
+    context = _context(request)
+    fields = _patch(body.fields)
+    reply = decide(context.store, admin, conflict_id, fields, body.base_version)
+    return reply_response(reply)
+
+
+@router.post("/{conflict_id}/dismiss")
+def dismiss_conflict(request: Request, admin: Admin, conflict_id: int) -> JSONResponse:
+    """Close the conflict; the server's version stands."""
+    context = _context(request)
+    return reply_response(decide(context.store, admin, conflict_id, None, None))

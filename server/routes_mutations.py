@@ -1,0 +1,137 @@
+"""`POST /v1/mutations` and `POST /v1/mutations/batch`: keyed, version-checked changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from app.records import Mutation
+from server.auth import AuthenticatedDevice
+from server.database import ChangeSequence
+from server.http import ApiError, CurrentDevice, IdempotencyKeyHeader, ServerContext, reply_response
+from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
+from server.metrics import Metrics
+from server.mutations import InvalidMutation, ValidMutation, apply_mutation, validate_mutation
+
+__all__ = ["count_reply", "router"]
+
+router = APIRouter(prefix="/v1", tags=["mutations"])
+
+_KIND = "mutation"
+
+
+class BatchRequest(BaseModel):
+    """Mutations each carrying its own `idempotency_key`; validated one by one."""
+
+    mutations: list[dict[str, Any]] = Field(
+        description="Up to 500 items: {idempotency_key, entity_id, op, base_version, fields}"
+    )
+
+
+def count_reply(metrics: Metrics, device: str, reply: Reply) -> None:
+    """Feed the Prometheus counters from a mutation's answer."""
+    if reply.replayed:
+        metrics.inc("fieldsync_idempotent_replays_total", device)
+    elif reply.status in (200, 201):
+        metrics.inc("fieldsync_mutations_applied_total", device)
+    elif reply.body.get("error") == "idempotency_key_reused":
+        metrics.inc("fieldsync_idempotency_key_reused_total", device)
+    elif reply.body.get("error") == "idempotency_key_in_use":
+        metrics.inc("fieldsync_idempotency_key_in_use_total", device)
+    elif reply.body.get("error") == "version_conflict":
+        metrics.inc("fieldsync_version_conflicts_total", device)
+    else:
+        metrics.inc("fieldsync_mutations_rejected_total", device)
+
+
+def _call(
+    context: ServerContext, device: AuthenticatedDevice, key: str, mutation: ValidMutation
+) -> IdempotentCall:
+    def effect(sequence: ChangeSequence) -> Reply:
+        return apply_mutation(context.store, mutation, device.name, sequence)
+
+    return IdempotentCall(key, request_hash(_KIND, mutation.canonical()), effect)
+
+
+def _invalid(detail: Any) -> Reply:
+    return Reply(422, {"error": "invalid_payload", "detail": detail})
+
+
+@router.post(
+    "/mutations",
+    responses={
+        200: {"description": "update/delete applied"},
+        201: {"description": "create applied"},
+        409: {"description": "version_conflict or idempotency_key_in_use"},
+        422: {"description": "invalid_payload or idempotency_key_reused"},
+    },
+)
+def post_mutation(
+    request: Request,
+    device: CurrentDevice,
+    idempotency_key: IdempotencyKeyHeader,
+    mutation: Mutation = Body(...),  # noqa: B008 - FastAPI's declaration style
+) -> JSONResponse:
+    """Apply one mutation at most once per (device, Idempotency-Key)."""
+    context: ServerContext = request.app.state.server
+    try:
+        valid = validate_mutation(mutation.model_dump())
+    except InvalidMutation as error:
+        reply = _invalid(error.detail)
+    else:
+        [reply] = execute_idempotent(
+            context.store,
+            device.id,
+            [_call(context, device, idempotency_key, valid)],
+            context.settings,
+        )
+    count_reply(context.metrics, device.name, reply)
+    return reply_response(reply)
+
+
+@router.post("/mutations/batch")
+def post_batch(request: Request, device: CurrentDevice, batch: BatchRequest) -> dict[str, Any]:
+    """Up to 500 mutations in one request; each item has the single endpoint's semantics."""
+    context: ServerContext = request.app.state.server
+    if len(batch.mutations) > context.settings.max_batch_items:
+        limit = context.settings.max_batch_items
+        raise ApiError(422, {"error": "invalid_payload", "detail": f"at most {limit} mutations"})
+    keys: list[Any] = []
+    early: dict[int, Reply] = {}
+    calls: list[IdempotentCall] = []
+    positions: list[int] = []
+    for index, item in enumerate(batch.mutations):
+        raw = dict(item)
+        key = raw.pop("idempotency_key", None)
+        keys.append(key)
+        if not isinstance(key, str) or not key.strip() or len(key) > 255:
+            early[index] = Reply(400, {"error": "missing_idempotency_key"})
+            continue
+        try:
+            valid = validate_mutation(raw)
+        except InvalidMutation as error:
+            early[index] = _invalid(error.detail)
+            continue
+        calls.append(_call(context, device, key, valid))
+        positions.append(index)
+    replies = dict(early)
+    if calls:
+        done = execute_idempotent(context.store, device.id, calls, context.settings)
+        replies.update(zip(positions, done, strict=True))
+    results = []
+    for index, key in enumerate(keys):
+        reply = replies[index]
+        count_reply(context.metrics, device.name, reply)
+        result: dict[str, Any] = {
+            "idempotency_key": key,
+            "status": reply.status,
+            "body": reply.body,
+            "replayed": reply.replayed,
+        }
+        if reply.retry_after is not None:
+            result["retry_after"] = reply.retry_after
+        results.append(result)
+    return {"results": results}

@@ -1,0 +1,62 @@
+"""Server configuration: one frozen dataclass, filled from flags, the environment or tests."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+__all__ = ["DB_ENV_VAR", "Settings", "default_db_url"]
+
+#: Environment variable naming the database URL when `--db` is not given.
+DB_ENV_VAR = "FIELDSYNC_SERVER_DB"
+
+_DAY = 86_400.0
+
+
+def default_db_url() -> str:
+    """`FIELDSYNC_SERVER_DB`, else a SQLite file in the XDG data dir."""
+    from_env = os.environ.get(DB_ENV_VAR, "").strip()
+    if from_env:
+        return from_env
+    data_dir = Path(platformdirs.user_data_dir("fieldsync-server", appauthor=False))
+    return f"sqlite:///{data_dir / 'server.sqlite3'}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a server instance needs; defaults are the production defaults."""
+
+    db_url: str = field(default_factory=default_db_url)
+    #: Largest accepted body for single-item endpoints (413 above it).
+    max_body_bytes: int = 64 * 1024
+    #: Largest accepted body for `/v1/mutations/batch` (up to 500 items of a few KiB each).
+    max_batch_body_bytes: int = 8 * 1024 * 1024
+    max_batch_items: int = 500
+    #: How long a completed idempotency key (and its stored response) is kept. It must outlive
+    #: the longest time a device stays offline plus its retry horizon: a device that lost the
+    #: response before going offline for three weeks retries with the same key, and only the
+    #: stored response turns that retry into a replay instead of a spurious version conflict.
+    idempotency_retention_seconds: float = 30 * _DAY
+    #: A claim still `processing` after this long is treated as abandoned (crashed process)
+    #: and may be taken over by a retry.
+    idempotency_lease_seconds: float = 30.0
+    #: `Retry-After` sent with 409 idempotency_key_in_use.
+    in_use_retry_after_seconds: int = 1
+    #: Per-device token bucket: `burst` requests at once, refilled at `per_second`. A batch
+    #: counts as one request, so 10,000 edits (20 batches) never come close; a client stuck in
+    #: a tight retry loop is stopped within seconds. `per_second <= 0` disables the limit.
+    rate_limit_burst: int = 300
+    rate_limit_per_second: float = 30.0
+    #: How often the background pruner deletes expired idempotency keys.
+    prune_interval_seconds: float = 3600.0
+    changes_default_limit: int = 100
+    changes_max_limit: int = 1000
+    #: Wall clock (epoch seconds); injected by tests of retention and rate limiting.
+    clock: Callable[[], float] = field(default=time.time, compare=False)
+    #: Monotonic clock for the rate limiter.
+    monotonic: Callable[[], float] = field(default=time.monotonic, compare=False)

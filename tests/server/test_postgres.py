@@ -1,0 +1,181 @@
+"""PostgreSQL: two `fieldsync-server serve` processes sharing one database."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from server.cli import main
+from server.database import open_store
+from server.embedded import start_server
+from server.mutations import apply_mutation, validate_mutation
+from tests.server.test_concurrency import classify, fire_identical
+from tests.support.api import ServerApi, create_body
+from tests.support.postgres import PostgresCluster
+from tests.support.serve import ServerProcess
+
+pytestmark = pytest.mark.postgres
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def pg_url(postgres: PostgresCluster) -> str:
+    return postgres.create_database(f"fieldsync_{next(_names)}")
+
+
+@pytest.fixture
+def two_servers(pg_url: str) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    open_store(pg_url).close()  # create the schema once, before both processes start
+    # The limiter has its own tests; a busy CI box must not turn polling into 429s here.
+    unlimited = ("--rate-limit-per-second", "0")
+    with ServerProcess(pg_url, *unlimited) as first, ServerProcess(pg_url, *unlimited) as second:
+        yield first, second
+
+
+def token_for(pg_url: str, name: str, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(["add-device", "--db", pg_url, "--name", name]) == 0
+    return capsys.readouterr().out.splitlines()[-1]
+
+
+async def test_fifty_identical_requests_across_two_processes_make_one_effect(
+    pg_url: str,
+    two_servers: tuple[ServerProcess, ServerProcess],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    token = token_for(pg_url, "phone-1", capsys)
+    urls = [process.base_url for process in two_servers]
+    body = create_body()
+    kinds = classify(await fire_identical(urls, token, body))
+    assert kinds["applied"] == 1
+    assert kinds["replayed"] + kinds["in_use"] == 49
+    store = open_store(pg_url)
+    try:
+        assert store.tables.WorkOrder.select().count() == 1
+        assert store.tables.IdempotencyKey.select().count() == 1
+    finally:
+        store.close()
+
+
+def test_feed_paging_under_concurrent_writes_on_two_processes(
+    pg_url: str,
+    two_servers: tuple[ServerProcess, ServerProcess],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    writers = [
+        ServerApi(two_servers[n % 2].base_url, token_for(pg_url, f"writer-{n}", capsys))
+        for n in range(6)
+    ]
+    reader = ServerApi(two_servers[0].base_url, token_for(pg_url, "reader", capsys))
+    try:
+        check_paging(writers, reader)
+    finally:
+        for api in [*writers, reader]:
+            api.close()
+
+
+def check_paging(writers: list[ServerApi], reader: ServerApi) -> None:
+    errors: list[BaseException] = []
+
+    def write(writer: ServerApi, n: int) -> None:
+        try:
+            for i in range(15):
+                if n % 2:
+                    items = [{"idempotency_key": f"{n}-{i}-{j}", **create_body()} for j in range(5)]
+                    assert writer.batch(items).status_code == 200
+                else:
+                    record = writer.create()
+                    assert writer.update(record["id"], 1, notes="edited").status_code == 200
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=write, args=(w, n)) for n, w in enumerate(writers)]
+    for thread in threads:
+        thread.start()
+    seen: dict[str, int] = {}
+    delivered: list[tuple[str, int]] = []
+    since = None
+    while True:
+        writing = any(thread.is_alive() for thread in threads)
+        page = reader.changes(since, limit=7)
+        for record in page["changes"]:
+            delivered.append((record["id"], record["version"]))
+            assert record["version"] > seen.get(record["id"], 0)
+            seen[record["id"]] = record["version"]
+        since = page["next"]
+        if not writing and not page["has_more"]:
+            break
+        if not page["has_more"]:
+            time.sleep(0.01)
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(delivered) == len(set(delivered))
+    final = {record["id"]: record["version"] for record in reader.all_changes()}
+    assert seen == final
+    assert len(final) == 3 * 15 + 3 * 15 * 5
+
+
+def test_a_late_committing_writer_cannot_be_skipped(pg_url: str) -> None:
+    """A writer holding the counter blocks the next one, so numbers commit in order."""
+    store = open_store(pg_url)
+    other = open_store(pg_url)
+    hold = threading.Event()
+    first_seq: list[int] = []
+
+    def slow_writer() -> None:
+        with store.write_transaction() as sequence:
+            valid = validate_mutation(create_body(title="slow"))
+            apply_mutation(store, valid, "slow", sequence)
+            first_seq.append(sequence.last)
+            hold.wait(10)
+
+    thread = threading.Thread(target=slow_writer)
+    thread.start()
+    while not first_seq:
+        time.sleep(0.01)
+    finished = threading.Event()
+
+    def fast_writer() -> None:
+        with other.write_transaction() as sequence:
+            apply_mutation(other, validate_mutation(create_body(title="fast")), "fast", sequence)
+        finished.set()
+
+    fast = threading.Thread(target=fast_writer)
+    fast.start()
+    assert not finished.wait(0.5), "second writer committed while the first held the counter"
+    table = other.tables.WorkOrder
+    assert table.select().where(table.seq > 0).count() == 0
+    hold.set()
+    thread.join()
+    fast.join()
+    titles = [row.title for row in table.select().order_by(table.seq)]
+    assert titles == ["slow", "fast"]
+    store.close()
+    other.close()
+
+
+def test_contract_basics_on_postgres(pg_url: str) -> None:
+    with start_server(pg_url) as server:
+        api = ServerApi(server.base_url, server.add_device("phone-1"))
+        try:
+            record = api.create()
+            assert api.update(record["id"], 1, status="done").status_code == 200
+            assert api.update(record["id"], 1, status="open").status_code == 409
+            body = create_body()
+            assert api.mutate(body, key="k").status_code == 201
+            assert api.mutate(body, key="k").headers["Idempotent-Replayed"] == "true"
+            assert api.mutate(create_body(), key="k").status_code == 422
+            etag = api.client.get(f"/v1/records/{record['id']}").headers["ETag"]
+            assert etag == '"2"'
+            assert len(api.all_changes(limit=1)) == 2
+            response = httpx.get(server.base_url + "/healthz")
+            assert response.status_code == 200
+        finally:
+            api.close()
