@@ -9,6 +9,7 @@ because the bridge lives there and signals cross threads by value.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 
 from app.events import (
@@ -26,15 +27,25 @@ from ui.qt import QObject, Signal
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Bridge"]
+__all__ = ["Bridge", "from_number"]
+
+
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def from_number(value: float) -> float | None:
+    """A bridge signal's NaN back to None."""
+    return None if math.isnan(value) else value
 
 
 class Bridge(QObject):
     """Core events as Qt signals.
 
     Signals:
-        queueChanged(dict depth, object oldest_pending_age_s)
-        jobStateChanged(int job_id, str entity_id, str status, str error, object next_attempt_at)
+        queueChanged(dict depth, float oldest_pending_age_s)  — NaN: nothing pending
+        jobStateChanged(int job_id, str entity_id, str status, str error, float next_attempt_at)
+                                                              — NaN: no next attempt
         recordsChanged(list entity_ids)   — empty list means "could be anything: reload"
         connectivityChanged(str state, str reason)
         conflictRaised(str entity_id, int job_id, str kind)
@@ -42,8 +53,11 @@ class Bridge(QObject):
         authRequired(str server_url, str reason)
     """
 
-    queueChanged = Signal(dict, object)
-    jobStateChanged = Signal(int, str, str, str, object)
+    # WORKAROUND: no `object` arguments. PySide6 6.12 drops a reference to a None passed
+    # through an `object` signal argument; ten thousand "leased" events later CPython aborts
+    # ("deallocating True or False"/None). Missing numbers travel as NaN instead.
+    queueChanged = Signal(dict, float)
+    jobStateChanged = Signal(int, str, str, str, float)
     recordsChanged = Signal(list)
     connectivityChanged = Signal(str, str)
     conflictRaised = Signal(str, int, str)
@@ -67,14 +81,14 @@ class Bridge(QObject):
     def on_bus_event(self, event: Event) -> None:
         match event:
             case QueueChanged(depth=depth, oldest_pending_age_s=age):
-                self.queueChanged.emit(dict(depth), age)
+                self.queueChanged.emit(dict(depth), _number(age))
             case JobStateChanged():
                 self.jobStateChanged.emit(
                     event.job_id,
                     event.entity_id,
                     event.status,
                     event.error or "",
-                    event.next_attempt_at,
+                    _number(event.next_attempt_at),
                 )
             case RecordsChanged(entity_ids=ids):
                 self.recordsChanged.emit(sorted(ids))

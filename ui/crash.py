@@ -31,12 +31,17 @@ def report(exc: BaseException) -> None:
 def _excepthook(
     exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
 ) -> None:
-    global _showing
     if issubclass(exc_type, KeyboardInterrupt):
         QApplication.quit()
         return
     text = "".join(traceback.format_exception(exc_type, exc, tb))
     log.critical("unexpected error\n%s", text)
+    show_dialog(text)
+
+
+def show_dialog(details: str) -> None:
+    """The crash dialog, modal; "Close" quits. At most one at a time."""
+    global _showing
     app = QApplication.instance()
     if app is None or _showing or not isinstance(app, QApplication):
         return
@@ -50,7 +55,7 @@ def _excepthook(
             "with the details below.",
             QMessageBox.StandardButton.Ok | QMessageBox.StandardButton.Close,
         )
-        box.setDetailedText(text)
+        box.setDetailedText(details)
         box.setDefaultButton(QMessageBox.StandardButton.Ok)
         if box.exec() == QMessageBox.StandardButton.Close:
             QApplication.quit()

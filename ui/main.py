@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,9 +25,11 @@ from app.store.errors import StoreError
 from app.store.store import Store
 from ui import crash
 from ui.bridge import Bridge
+from ui.embedded import start_embedded_server
 from ui.qt import QApplication, QNetworkInformation, QQmlApplicationEngine, connect
 from ui.services import Services
 from ui.viewmodels.app import PAGES, AppViewModel
+from ui.viewmodels.settings import load_sync_on_metered
 from ui.window import load_window, set_style
 
 __all__ = ["main"]
@@ -141,6 +144,7 @@ async def _run(
 ) -> int:
     from app.credentials import CredentialsError, get_token
     from app.sync.engine import SyncConfig, SyncEngine
+    from app.sync.transport import ServerClient
 
     bus = EventBus()
     bridge = Bridge()
@@ -154,18 +158,21 @@ async def _run(
         except CredentialsError as exc:
             log.warning("no token yet: %s", exc)
     else:
-        from server.embedded import start_server
-
-        server_dir = store.data_dir / "embedded-server"
-        server_dir.mkdir(parents=True, exist_ok=True)
-        server = await asyncio.to_thread(start_server, f"sqlite:///{server_dir / 'server.sqlite3'}")
+        server, holder.token = await start_embedded_server(store.data_dir, executor)
         url = server.base_url
-        holder.token = await asyncio.to_thread(server.add_device, "this-device")
         log.info("embedded sync server on %s", url)
 
-    engine = SyncEngine(store, SyncConfig(server_url=url), bus, token=holder, executor=executor)
+    sync_on_metered = await executor.run(load_sync_on_metered, store)
+    config = SyncConfig(server_url=url, sync_on_metered=sync_on_metered)
+    engine = SyncEngine(store, config, bus, token=holder, executor=executor)
+    review_client = ServerClient(url, holder)
     services = Services(
-        store=store, executor=executor, bridge=bridge, engine=engine, server_url=url
+        store=store,
+        executor=executor,
+        bridge=bridge,
+        engine=engine,
+        server_url=url,
+        review_client=review_client,
     )
 
     def on_signed_in(server_url: str, token: str) -> None:
@@ -184,22 +191,45 @@ async def _run(
     app.setQuitOnLastWindowClosed(False)
     connect(app.lastWindowClosed, closed.set)
     connect(app.aboutToQuit, closed.set)
+    stop_on_signals(closed)
     sync_task = asyncio.create_task(engine.run(), name="sync-engine")
+    log.info("fieldsync-gui running (data dir %s)", store.data_dir)
     try:
         await closed.wait()
     finally:
+        log.info("stopping: finishing in-flight changes")
         await engine.stop()
         if not sync_task.done():
             sync_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sync_task
         await app_vm.aclose()
+        await review_client.aclose()
         window.close()
         del qml
         bridge.detach()
         if server is not None:
             await asyncio.to_thread(server.stop)
+        log.info("fieldsync-gui stopped")
     return 0
+
+
+def stop_on_signals(closed: asyncio.Event) -> None:
+    """SIGTERM (a session logging out, systemd, Plasma Mobile closing the app) and SIGINT
+    (Ctrl+C) end the app like closing its window: the engine releases its leases and the
+    embedded server shuts down. qasync's loop watches the signal wake-up fd, so a signal is
+    seen at once even while Qt sits in its own event loop."""
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(signum, _on_signal, signum, closed)
+        except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not Unix
+            log.warning("cannot watch %s; close the window to stop", signum.name)
+
+
+def _on_signal(signum: signal.Signals, closed: asyncio.Event) -> None:
+    log.info("received %s", signum.name)
+    closed.set()
 
 
 def _watch_network(engine: Any) -> None:

@@ -7,6 +7,8 @@ is not callable, which PySide otherwise reports only when the signal fires.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -78,6 +80,35 @@ __all__ = [
     "connect",
     "qInstallMessageHandler",
 ]
+
+
+def _signal_emit_drops_true() -> bool:
+    """True if `SignalInstance.emit()` returns True without owning a reference to it."""
+
+    class _Probe(QObject):
+        fired = Signal()
+
+    probe = _Probe()
+    before = sys.getrefcount(True)
+    for _ in range(10):
+        probe.fired.emit()
+    return sys.getrefcount(True) < before - 5
+
+
+def _pin_true() -> None:
+    """WORKAROUND: PySide6 6.12 on CPython 3.11 returns `True` from every `Signal.emit()`
+    without taking a reference, so each emit drops True's reference count by one; after a few
+    hundred emits CPython aborts ("bool_dealloc: deallocating True or False"). Python 3.12+
+    makes True immortal, so only older interpreters need this. True is a static object that is
+    never freed, so giving it 2**40 extra references is harmless and moves the abort out of
+    reach. Remove once PySide6 returns a new reference (or the app requires Python 3.12)."""
+    if sys.version_info >= (3, 12) or not _signal_emit_drops_true():
+        return
+    refcount = ctypes.c_ssize_t.from_address(id(True))
+    refcount.value += 1 << 40
+
+
+_pin_true()
 
 
 def connect(signal: SignalInstance, slot: Callable[..., Any]) -> None:

@@ -7,11 +7,14 @@ then says sync is not running instead of pretending.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.store.store import Store
 from ui.bridge import Bridge
 from ui.tasks import Executor
+
+if TYPE_CHECKING:
+    from ui.viewmodels.review import ReviewClient
 
 __all__ = ["EngineControl", "Services"]
 
@@ -33,3 +36,5 @@ class Services:
     bridge: Bridge
     engine: EngineControl | None = None
     server_url: str = ""
+    #: The server's review queue, for the admin inbox (None: no server in this window).
+    review_client: ReviewClient | None = None

@@ -62,6 +62,8 @@ class ClaimedJob:
     created_at: float
     claimed_at: float
     locked_until: float
+    #: The worker holding the lease: with locked_until, the fencing token of this claim.
+    locked_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,7 @@ class JobQueue:
                 created_at=row[10],
                 claimed_at=now,
                 locked_until=row[11],
+                locked_by=worker_id,
             )
             for row in rows
         ]
@@ -276,8 +279,8 @@ class JobQueue:
             cursor = conn.execute(
                 "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
                 "next_attempt_at = ?, last_error = ?, updated_at = ? "
-                "WHERE id = ? AND status = 'leased' AND locked_until = ?",
-                (now + delay, outcome.error, now, job.id, job.locked_until),
+                "WHERE id = ? AND status = 'leased' AND locked_until = ? AND locked_by = ?",
+                (now + delay, outcome.error, now, job.id, job.locked_until, job.locked_by),
             )
             if cursor.rowcount == 0:
                 return "stale"
@@ -317,8 +320,8 @@ class JobQueue:
                     "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
                     "attempt_count = MAX(attempt_count - 1, 0), "
                     "next_attempt_at = MIN(next_attempt_at, ?), updated_at = ? "
-                    "WHERE id = ? AND status = 'leased' AND locked_until = ?",
-                    (now, now, job.id, job.locked_until),
+                    "WHERE id = ? AND status = 'leased' AND locked_until = ? AND locked_by = ?",
+                    (now, now, job.id, job.locked_until, job.locked_by),
                 )
                 released += cursor.rowcount
         return released
@@ -359,6 +362,16 @@ class JobQueue:
             if rows:
                 self._bump(conn, "lease_timeouts", len(rows))
         return len(rows)
+
+    def expire_orphaned_leases(self) -> int:
+        """Call holding the worker lock, before `reclaim_expired`. Only the lock holder claims,
+        so every lease found then belongs to a worker that died (SIGKILL, power loss): expire
+        it at once instead of making its edits wait out the lease after every crash."""
+        with storage_errors(self.path), self.db.atomic():
+            cursor = connection(self.db).execute(
+                "UPDATE jobs SET locked_until = 0 WHERE status = 'leased'"
+            )
+        return int(cursor.rowcount)
 
     def clamp_times(self) -> int:
         """Guard against the device clock moving: no wait longer than the backoff cap, no
@@ -402,14 +415,36 @@ class JobQueue:
                 return total
 
     def next_attempt_at(self) -> float | None:
-        """When the earliest pending job becomes ready (the worker sleeps until then)."""
+        """When the earliest *claimable* pending job becomes ready (the worker sleeps until
+        then). A job behind an earlier outstanding job of its entity does not count: waking
+        for a job that cannot be claimed would be a busy poll."""
         with storage_errors(self.path):
             row = (
                 connection(self.db)
-                .execute("SELECT MIN(next_attempt_at) FROM jobs WHERE status = 'pending'")
+                .execute(
+                    "SELECT MIN(j.next_attempt_at) FROM jobs AS j WHERE j.status = 'pending' "
+                    "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
+                    "AND e.id < j.id AND e.status IN ('pending', 'leased', 'conflict', 'dead'))"
+                )
                 .fetchone()
             )
         return None if row[0] is None else float(row[0])
+
+    def in_flight(self) -> int:
+        """Jobs that will still move without a person: leased, or pending and not held
+        behind a conflict or a dead job of the same work order."""
+        with storage_errors(self.path):
+            row = (
+                connection(self.db)
+                .execute(
+                    "SELECT COUNT(*) FROM jobs AS j WHERE j.status = 'leased' "
+                    "OR (j.status = 'pending' AND NOT EXISTS (SELECT 1 FROM jobs AS e "
+                    "WHERE e.entity_key = j.entity_key AND e.id < j.id "
+                    "AND e.status IN ('conflict', 'dead')))"
+                )
+                .fetchone()
+            )
+        return int(row[0])
 
     # -- dead letters ------------------------------------------------------------------------
 

@@ -25,8 +25,6 @@ __all__ = [
     "apply_replies",
     "build_mutation",
     "build_mutations",
-    "expire_orphaned_leases",
-    "next_ready_at",
     "requeue_with",
 ]
 
@@ -64,33 +62,6 @@ def build_mutation(store: Store, job: ClaimedJob) -> dict[str, Any]:
 def build_mutations(store: Store, jobs: list[ClaimedJob]) -> list[dict[str, Any]]:
     """The request bodies for a claimed batch, in one trip to the store thread."""
     return [build_mutation(store, job) for job in jobs]
-
-
-def expire_orphaned_leases(store: Store) -> int:
-    """Call holding the worker lock, before `reclaim_expired`. Only the lock holder claims, so
-    every lease found now belongs to a worker that died (SIGKILL, power loss): expire it at
-    once instead of making its edits wait out the lease time after every crash."""
-    with store.db.atomic():
-        cursor = connection(store.db).execute(
-            "UPDATE jobs SET locked_until = 0 WHERE status = 'leased'"
-        )
-    return int(cursor.rowcount)
-
-
-def next_ready_at(store: Store) -> float | None:
-    """When the earliest *claimable* pending job becomes ready. A job waiting behind an open
-    conflict or a dead job of the same work order is not: counting it would wake the worker
-    every few milliseconds for a job it cannot claim (a busy poll)."""
-    row = (
-        connection(store.db)
-        .execute(
-            "SELECT MIN(j.next_attempt_at) FROM jobs AS j WHERE j.status = 'pending' "
-            "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
-            "AND e.id < j.id AND e.status IN ('pending', 'leased', 'conflict', 'dead'))"
-        )
-        .fetchone()
-    )
-    return None if row[0] is None else float(row[0])
 
 
 def requeue_with(

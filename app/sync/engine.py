@@ -41,8 +41,6 @@ from app.sync.connectivity import ConnectivityConfig, ConnectivityDetector
 from app.sync.delivery import (
     apply_replies,
     build_mutations,
-    expire_orphaned_leases,
-    next_ready_at,
 )
 from app.sync.errors import AuthError, SyncError, TransientError
 from app.sync.ratelimit import TokenBucket
@@ -185,7 +183,8 @@ class SyncEngine:
             await self.client.aclose()
 
     async def run_until_idle(self, limit_s: float | None) -> bool:
-        """Deliver and reconcile until nothing is pending or leased (True) or time runs out."""
+        """Deliver and reconcile until no job can move without a person (True: nothing leased,
+        nothing pending except behind a conflict or a dead job) or time runs out (False)."""
         runner = asyncio.create_task(self.run())
         try:
             async with asyncio.timeout(limit_s):
@@ -194,8 +193,8 @@ class SyncEngine:
                     await self._idle.wait()
                     if self.auth_paused:
                         return False
-                    depth = await self.executor.run(outstanding_depth, self.store)
-                    if depth["pending"] == 0 and depth["leased"] == 0 and not self._reconcile_due:
+                    moving = await self.executor.run(self.store.queue.in_flight)
+                    if moving == 0 and not self._reconcile_due:
                         return True
                     if runner.done():
                         runner.result()
@@ -221,7 +220,7 @@ class SyncEngine:
         raise asyncio.CancelledError
 
     def _startup_sweep(self) -> None:
-        expire_orphaned_leases(self.store)
+        self.store.queue.expire_orphaned_leases()
         self.store.queue.reclaim_expired()
         self.store.queue.clamp_times()
 
@@ -271,7 +270,7 @@ class SyncEngine:
         return not (self.connectivity.metered and not self.config.sync_on_metered)
 
     async def _until_next_due(self) -> float:
-        next_at = await self.executor.run(next_ready_at, self.store)
+        next_at = await self.executor.run(self.store.queue.next_attempt_at)
         wait = self.config.sweep_interval_s
         if next_at is not None:
             wait = min(wait, max(next_at - self.store.clock(), 0.05))

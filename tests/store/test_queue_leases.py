@@ -14,12 +14,6 @@ def queue_config() -> QueueConfig:
     return QueueConfig(max_attempts=2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (reported): release/retry identify a lease by locked_until only, not by "
-    "locked_by; a stale handle from another worker can give back a live lease taken at the "
-    "same clock reading. Needs ClaimedJob to carry the worker id (claim is a hot path).",
-)
 def test_stale_handle_cannot_touch_a_lease_claimed_at_the_same_instant(
     store: Store, clock: FakeClock
 ) -> None:

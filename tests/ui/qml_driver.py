@@ -104,3 +104,10 @@ def screenshot(window: QQuickWindow, path: Path) -> None:
     image = window.grabWindow()
     assert not image.isNull()
     assert image.save(str(path)), f"could not write {path}"
+
+
+def check_phone_layout(window: QQuickWindow) -> None:
+    """At phone width: nothing sticks out past the right edge, every target is ≥ 44 px."""
+    if window.width() <= 400:
+        assert overflowing(window) == []
+        assert too_small_targets(window) == []

@@ -61,3 +61,20 @@ def test_connect_refuses_what_is_not_a_slot(qapp) -> None:
         pass
     else:
         raise AssertionError("connect accepted a non-callable")
+
+
+def test_missing_numbers_arrive_as_nan_many_times_over(qtbot, bus: EventBus) -> None:
+    """None never crosses a signal (a PySide6 refcount bug aborted a 10,000-edit drain)."""
+    import math
+
+    bridge = Bridge()
+    bridge.attach(bus)
+    received: list[float] = []
+    connect(bridge.jobStateChanged, lambda *args: received.append(args[4]))
+    for job_id in range(20_000):
+        bus.publish(JobStateChanged(job_id, "e1", "leased"))
+    assert len(received) == 20_000
+    assert all(math.isnan(value) for value in received)
+    with qtbot.wait_signal(bridge.queueChanged) as blocker:
+        bus.publish(QueueChanged({}, None))
+    assert math.isnan(blocker.args[1])

@@ -87,7 +87,16 @@ def test_every_page_renders_fits_and_is_captured(
     app_vm, window = open_window(*size, dark=dark)
     window_colour = QColor(window.property("color"))
     assert (window_colour.lightnessF() < 0.5) == dark
-    for page in ("list", "editor", "conflict", "dead", "diagnostics", "signin"):
+    for page in (
+        "list",
+        "editor",
+        "conflict",
+        "dead",
+        "diagnostics",
+        "signin",
+        "review",
+        "settings",
+    ):
         run(show_page(app_vm, page))
         settle(run, app_vm)
         assert app_vm.page == page

@@ -11,6 +11,11 @@ Pane {
     readonly property QtObject vm: app.conflicts
     padding: 0
 
+    // Titles and values come from people: show them as text, never as markup.
+    function escaped(value) {
+        return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+    }
+
     Flickable {
         id: flick
         anchors.fill: parent
@@ -46,7 +51,7 @@ Pane {
                     onClicked: page.vm.openJob(modelData.jobId)
                     contentItem: Label {
                         id: rowText
-                        text: "<b>" + modelData.title + "</b><br>" + modelData.text + (modelData.waiting ? " (waiting for review)" : "")
+                        text: "<b>" + page.escaped(modelData.title) + "</b><br>" + page.escaped(modelData.text) + (modelData.waiting ? " (waiting for review)" : "")
                         textFormat: Text.StyledText
                         wrapMode: Text.WordWrap
                     }
@@ -82,7 +87,7 @@ Pane {
                         width: parent.width
                         spacing: 4
                         Label {
-                            text: "<b>" + fieldFrame.modelData.label + "</b> — " + fieldFrame.modelData.stateText
+                            text: "<b>" + page.escaped(fieldFrame.modelData.label) + "</b> — " + page.escaped(fieldFrame.modelData.stateText)
                             textFormat: Text.StyledText
                             wrapMode: Text.WordWrap
                             Layout.fillWidth: true

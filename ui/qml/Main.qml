@@ -74,10 +74,24 @@ ApplicationWindow {
                         onTriggered: window.app.open("conflict")
                     }
                     MenuItem {
+                        objectName: "menuReview"
+                        text: "Review inbox"
+                        visible: window.app.review.available
+                        height: visible ? implicitHeight : 0
+                        implicitHeight: 44
+                        onTriggered: window.app.open("review")
+                    }
+                    MenuItem {
                         objectName: "menuDiagnostics"
                         text: "Diagnostics"
                         implicitHeight: 44
                         onTriggered: window.app.open("diagnostics")
+                    }
+                    MenuItem {
+                        objectName: "menuSettings"
+                        text: "Settings"
+                        implicitHeight: 44
+                        onTriggered: window.app.open("settings")
                     }
                     MenuItem {
                         objectName: "menuSignIn"
@@ -125,6 +139,8 @@ ApplicationWindow {
                 case "diagnostics": return diagnosticsPage
                 case "signin": return signInPage
                 case "conflict": return conflictPage
+                case "review": return reviewPage
+                case "settings": return settingsPage
                 default: return window.wide ? placeholderPage : null
                 }
             }
@@ -136,6 +152,8 @@ ApplicationWindow {
     Component { id: diagnosticsPage; DiagnosticsPage { app: window.app } }
     Component { id: signInPage; SignInPage { app: window.app } }
     Component { id: conflictPage; ConflictPage { app: window.app; wide: window.wide } }
+    Component { id: reviewPage; ReviewPage { app: window.app; wide: window.wide } }
+    Component { id: settingsPage; SettingsPage { app: window.app } }
     Component {
         id: placeholderPage
         Pane {

@@ -14,6 +14,8 @@ from ui.viewmodels.conflicts import ConflictViewModel
 from ui.viewmodels.deadletters import DeadLetterModel
 from ui.viewmodels.diagnostics import DiagnosticsViewModel
 from ui.viewmodels.editor import EditorViewModel
+from ui.viewmodels.review import ReviewViewModel
+from ui.viewmodels.settings import SettingsViewModel
 from ui.viewmodels.signin import SignInViewModel
 from ui.viewmodels.statusbar import StatusBarViewModel
 from ui.viewmodels.workorders import WorkOrderListModel
@@ -27,6 +29,8 @@ PAGES = {
     "dead": "Failed changes",
     "diagnostics": "Diagnostics",
     "signin": "Sign in",
+    "review": "Review inbox",
+    "settings": "Settings",
 }
 
 OnSignedIn = Callable[[str, str], None]
@@ -63,7 +67,10 @@ class AppViewModel(QObject):
         self._diagnostics = DiagnosticsViewModel(services, self, interval_s=diagnostics_interval_s)
         self._sign_in = SignInViewModel(services, self)
         self._conflicts = ConflictViewModel(services, self)
-        for source in (self._status, self._editor, self._dead, self._conflicts):
+        self._review = ReviewViewModel(services.review_client, self)
+        self._settings = SettingsViewModel(services, self)
+        sources = (self._status, self._editor, self._dead, self._conflicts, self._review)
+        for source in (*sources, self._settings):
             connect(source.message, self.message.emit)
         connect(self._editor.saved, self.on_editor_saved)
         connect(self._editor.changed, self.titleChanged.emit)
@@ -85,6 +92,8 @@ class AppViewModel(QObject):
         self._dead.reload()
         self._conflicts.reload()
         self._diagnostics.start()
+        self._review.refresh()
+        self._settings.reload()
 
     async def wait_idle(self) -> None:
         for vm in self._children():
@@ -103,6 +112,8 @@ class AppViewModel(QObject):
             self._diagnostics,
             self._sign_in,
             self._conflicts,
+            self._review,
+            self._settings,
         )
 
     # -- navigation -------------------------------------------------------------------------
@@ -131,6 +142,8 @@ class AppViewModel(QObject):
             self._diagnostics.refresh()
         elif page == "conflict" and not self._conflicts.hasCurrent:
             self._conflicts.reload()
+        elif page == "review":
+            self._review.refresh()
         if page != self._page:
             self._page = page
             self.pageChanged.emit()
@@ -178,7 +191,7 @@ class AppViewModel(QObject):
         self._conflicts.reload()
         self.message.emit("A change conflicts with the server's version: choose what to keep.")
 
-    def on_bridge_queue_changed(self, depth: dict[str, int], oldest: object) -> None:
+    def on_bridge_queue_changed(self, depth: dict[str, int], oldest: float) -> None:
         dead = int(depth.get("dead", 0))
         if dead != self._dead_count:
             self._dead_count = dead
@@ -188,6 +201,7 @@ class AppViewModel(QObject):
         if self._on_signed_in is not None:
             self._on_signed_in(server_url, token)
         self._status.signed_in()
+        self._review.refresh()
         self.message.emit("Signed in. Syncing…")
         self.back()
 
@@ -220,3 +234,11 @@ class AppViewModel(QObject):
     @Property(QObject, constant=True)
     def conflicts(self) -> ConflictViewModel:
         return self._conflicts
+
+    @Property(QObject, constant=True)
+    def review(self) -> ReviewViewModel:
+        return self._review
+
+    @Property(QObject, constant=True)
+    def settings(self) -> SettingsViewModel:
+        return self._settings

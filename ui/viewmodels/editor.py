@@ -194,7 +194,7 @@ class EditorViewModel(QObject):
             self.load(self._entity_id)
 
     def on_bridge_job_state_changed(
-        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: object
+        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
     ) -> None:
         if entity_id == self._entity_id:
             self._tasks.start(self._refresh_state(), "editor-state")

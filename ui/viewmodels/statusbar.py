@@ -7,6 +7,7 @@ from typing import Any
 
 from app.store.deadletters import last_synced_at
 from app.store.store import Store
+from ui.bridge import from_number
 from ui.qt import Property, QObject, QTimer, Signal, Slot, connect
 from ui.services import Services
 from ui.tasks import TaskOwner
@@ -91,9 +92,9 @@ class StatusBarViewModel(QObject):
         self._connectivity, self._reason = "signed_out", reason
         self.changed.emit()
 
-    def on_bridge_queue_changed(self, depth: dict[str, int], oldest_age: object) -> None:
+    def on_bridge_queue_changed(self, depth: dict[str, int], oldest_age: float) -> None:
         self._depth = dict(depth)
-        self._set_oldest(oldest_age if isinstance(oldest_age, int | float) else None)
+        self._set_oldest(from_number(oldest_age))
         self.changed.emit()
 
     def on_bridge_sync_progress(self, done: int, total: int, phase: str) -> None:
@@ -103,7 +104,7 @@ class StatusBarViewModel(QObject):
         self.changed.emit()
 
     def on_bridge_job_state_changed(
-        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: object
+        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
     ) -> None:
         if status == "done":
             self._last_sync = time.time()

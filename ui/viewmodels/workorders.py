@@ -196,11 +196,19 @@ class WorkOrderListModel(QAbstractListModel):
         )
         if generation != self._generation:
             return  # a newer search superseded this one
-        self.beginResetModel()
-        self._rows = rows
-        self._states = states
-        self._row_of = {row["id"]: i for i, row in enumerate(rows)}
-        self.endResetModel()
+        if [row["id"] for row in rows] == [row["id"] for row in self._rows]:
+            # Same rows in the same order (a draining queue acknowledging records): repaint
+            # them in place. A model reset would rebuild every delegate, a visible stall.
+            self._rows = rows
+            self._states = states
+            if rows:
+                self.dataChanged.emit(self.index(0), self.index(len(rows) - 1))
+        else:
+            self.beginResetModel()
+            self._rows = rows
+            self._states = states
+            self._row_of = {row["id"]: i for i, row in enumerate(rows)}
+            self.endResetModel()
         self._set_total(total or 0)
         self._set_loading(False)
 
@@ -240,7 +248,7 @@ class WorkOrderListModel(QAbstractListModel):
         self._repaint_timer.start()
 
     def on_bridge_job_state_changed(
-        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: object
+        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
     ) -> None:
         self._dirty.add(entity_id)
         if not self._repaint_timer.isActive():

@@ -1,0 +1,300 @@
+"""View-models tested directly, without QML: editor, status bar, dead letters, diagnostics,
+sign-in and settings."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.credentials import NoKeyringError
+from app.events import AuthRequired, ConnectivityChanged, EventBus, QueueChanged, SyncProgress
+from app.store.store import Store
+from tests.ui.conftest import Runner, add_orders, make_dead
+from ui.services import Services
+from ui.viewmodels.deadletters import DeadLetterModel, validate_payload
+from ui.viewmodels.diagnostics import DiagnosticsViewModel
+from ui.viewmodels.editor import EditorViewModel
+from ui.viewmodels.settings import SettingsViewModel, load_sync_on_metered
+from ui.viewmodels.signin import SignInViewModel
+from ui.viewmodels.statusbar import StatusBarViewModel
+
+
+class FakeEngine:
+    """What the UI drives of the engine; counts wakes."""
+
+    def __init__(self) -> None:
+        self.wakes = 0
+        self.config: Any = None
+
+    def wake(self) -> None:
+        self.wakes += 1
+
+    def set_os_hint(self, online: bool | None, metered: bool = False) -> None:
+        pass
+
+    def health(self) -> dict[str, Any]:
+        return {"server": "online", "server_reason": "", "mutations": "ok", "clock_skew_s": 900}
+
+
+# -- editor -------------------------------------------------------------------------------
+
+
+def test_editor_validates_like_the_server_and_saves_pending(
+    run: Runner, services: Services, root: Any, store: Store, qtbot: Any
+) -> None:
+    editor = EditorViewModel(services, root)
+    editor.newRecord()
+    assert editor.isNew
+    assert editor.syncText.startswith("New work order")
+    editor.setField("due_date", "tomorrow")
+    assert "due_date" in editor.errors  # touched: shown
+    assert "title" not in editor.errors  # untouched: not yet
+    assert not editor.canSave
+    editor.save()  # pressing Save shows every error, saves nothing
+    assert "title" in editor.errors
+    assert store.cache.count() == 0
+    editor.setField("title", "Inspect boiler")
+    editor.setField("due_date", "2026-12-31")
+    assert editor.errors == {}
+    assert editor.canSave
+    with qtbot.wait_signal(editor.saved) as saved:
+        editor.save()
+        run(editor.wait_idle())
+    entity_id = saved.args[0]
+    run(editor.wait_idle())
+    assert editor.entityId == entity_id
+    assert (editor.badge, editor.unsynced, editor.dirty) == ("pending", True, False)
+    assert store.cache.get(entity_id)["due_date"] == "2026-12-31"
+
+
+def test_editor_edit_revert_and_nothing_changed(
+    run: Runner, services: Services, root: Any, store: Store, qtbot: Any
+) -> None:
+    (entity_id,) = add_orders(store, 1)
+    editor = EditorViewModel(services, root)
+    editor.load(entity_id)
+    run(editor.wait_idle())
+    assert (editor.badge, editor.unsynced) == ("synced", False)
+    with qtbot.wait_signal(editor.message) as message:
+        editor.save()
+    assert message.args == ["Nothing changed."]
+    editor.setField("notes", "seals checked")
+    assert editor.dirty
+    editor.revert()
+    assert not editor.dirty
+    assert editor.fields["notes"] == ""
+    editor.setField("notes", "seals checked")
+    editor.save()
+    run(editor.wait_idle())
+    assert editor.badgeText == "Pending (1 edit)"
+
+
+# -- status bar ---------------------------------------------------------------------------
+
+
+def test_status_bar_follows_the_core(
+    run: Runner, services: Services, root: Any, store: Store, bus: EventBus
+) -> None:
+    assert StatusBarViewModel(services, root).connectivityText == "Sync is not running"
+    engine = FakeEngine()
+    services.engine = engine
+    status = StatusBarViewModel(services, root)
+    store.record_edit("create", None, {"title": "Waiting one"})
+    status.refresh()
+    run(status.wait_idle())
+    assert status.connectivity == "checking"
+    assert status.pendingCount == 1
+    assert status.pendingText.startswith("1 change waiting, oldest ")
+    assert status.lastSyncText == "Never synced"
+
+    bus.publish(ConnectivityChanged("offline", "no route"))
+    assert status.connectivityText.startswith("Offline")
+    status.syncNow()
+    assert engine.wakes == 1
+    assert status.connectivity == "checking"
+
+    bus.publish(ConnectivityChanged("online", ""))
+    bus.publish(SyncProgress(3, 10, "flush"))
+    assert status.syncing
+    assert status.progressText == "Sending 3 of 10"
+    assert status.progressFraction == 0.3
+    bus.publish(SyncProgress(10, 10, "idle"))
+    bus.publish(QueueChanged({"pending": 0, "leased": 0, "dead": 2, "conflict": 1}, None))
+    assert not status.syncing
+    assert status.pendingText == "Nothing waiting to send"
+    assert (status.failedCount, status.conflictCount) == (2, 1)
+    assert status.lastSyncText == "Last sync just now"
+
+    bus.publish(AuthRequired("http://x", "token revoked"))
+    assert status.connectivity == "signed_out"
+    bus.publish(ConnectivityChanged("checking", "probe"))
+    assert status.connectivity == "signed_out"  # a probe does not fix a refused token
+    status.signed_in()
+    assert status.connectivity == "checking"
+
+
+# -- dead letters -------------------------------------------------------------------------
+
+
+def test_dead_letters_filter_select_history_retry_discard_export(
+    run: Runner, services: Services, root: Any, store: Store
+) -> None:
+    refused = make_dead(store, title="Refused one")
+    gave_up = make_dead(store, title="Gave up", error="gave up after 12 attempts", status=0)
+    engine = FakeEngine()
+    services.engine = engine
+    dead = DeadLetterModel(services, root)
+    dead.reload()
+    run(dead.wait_idle())
+    assert dead.count == 2
+    assert dead.rowCount() == 2
+    assert dead.kindValues == ["", "rejected", "gave_up"]
+    assert dead.kindLabels[0] == "All kinds (2)"
+    dead.kindFilter = "gave_up"
+    assert dead.count == 1
+    assert dead.get(0)["jobId"] == gave_up
+    assert dead.get(0)["errorText"].startswith("Could not reach the server after many tries")
+    dead.kindFilter = ""
+    dead.select(refused)
+    selected = dead.selected
+    assert selected["errorText"].startswith("The server refused the change as invalid.")
+    assert json.loads(selected["payloadJson"])["op"] == "create"
+    assert len(dead.history) == 1
+    assert "HTTP 422" in dead.history[0]
+
+    assert not dead.retryEdited(refused, '{"op": "update", "fields": {}}')
+    assert "at least one field" in dead.editError
+    dead.retry(refused)
+    run(dead.wait_idle())
+    assert dead.count == 1
+    assert engine.wakes == 1
+    assert store.db.execute_sql("SELECT status FROM jobs WHERE id = ?", (refused,)).fetchone() == (
+        "pending",
+    )
+
+    dead.setChecked(gave_up, True)
+    path = Path(dead.exportChecked())
+    run(dead.wait_idle())
+    assert json.loads(path.read_text())[0]["job_id"] == gave_up
+    dead.discardChecked()
+    run(dead.wait_idle())
+    assert dead.count == 0
+    assert dead.checkedCount == 0
+
+
+def test_validate_payload_reasons() -> None:
+    assert validate_payload('{"op": "delete"}') == {"op": "delete", "fields": {}}
+    for text, reason in [
+        ("{nope", "Not valid JSON"),
+        ('{"op": "create", "fields": {}, "x": 1}', "nothing else"),
+        ('{"op": "move", "fields": {}}', "Unknown operation"),
+        ('{"op": "delete", "fields": {"title": "x"}}', "takes no fields"),
+    ]:
+        with pytest.raises(ValueError, match=reason):
+            validate_payload(text)
+
+
+# -- diagnostics --------------------------------------------------------------------------
+
+
+def test_diagnostics_in_words_and_an_hour_of_samples(
+    run: Runner, services: Services, root: Any, store: Store
+) -> None:
+    diagnostics = DiagnosticsViewModel(services, root, interval_s=30)
+    assert diagnostics.facts == [{"label": "Status", "text": "Reading the local database…"}]
+    diagnostics.refresh()
+    run(diagnostics.wait_idle())
+    facts = {f["label"]: f["text"] for f in diagnostics.facts}
+    assert facts["Server"] == "sync is not running in this window"
+    assert facts["Waiting to send"] == "Nothing"
+    stats = {
+        "queue_depth": {"pending": 4, "leased": 1, "dead": 2, "conflict": 1, "done": 9},
+        "oldest_pending_age_s": 120,
+        "counters": {"duplicates_detected": 3, "conflicts_auto_merged": 2},
+        "attempt_histogram": {"1": 7, "2": 2},
+        "database_size_bytes": 3 * 1024 * 1024,
+    }
+    services.engine = FakeEngine()
+    start = time.time() + 1
+    for minute in range(90):  # 90 minutes of samples: only the last hour is kept
+        diagnostics.record(stats, start + minute * 60)
+    assert len(diagnostics.depthSeries) == 61
+    assert diagnostics.depthCaption == "Waiting to send over the last 1 h 0 min: now 5, peak 5"
+    assert diagnostics.histogram == [{"label": "1", "count": 7}, {"label": "2", "count": 2}]
+    assert diagnostics.histogramMax == 7
+    facts = {f["label"]: f["text"] for f in diagnostics.facts}
+    assert facts["Waiting to send"] == "5 changes"
+    assert facts["Oldest waiting"] == "queued 2 min ago"
+    assert facts["Conflicts seen"] == "3"
+    assert facts["Database size"] == "3.0 MB"
+    assert facts["Server"] == "online"
+    assert facts["Clock"] == "this device is 900 s off the server"
+
+
+# -- sign-in ------------------------------------------------------------------------------
+
+
+def test_sign_in_checks_input_keeps_the_token_write_only(
+    run: Runner, services: Services, root: Any, bus: EventBus, qtbot: Any
+) -> None:
+    stored: list[tuple[str, str]] = []
+    vm = SignInViewModel(services, root, store_token_fn=lambda u, t: stored.append((u, t)))
+    assert not vm.canSignIn
+    vm.serverUrl = "ftp://sync.example.org"
+    vm.setToken("fst_secret")
+    vm.signIn()
+    assert vm.error.startswith("Check the server address")
+    assert not hasattr(vm, "token")
+    bus.publish(AuthRequired("https://Sync.Example.org/", "token revoked"))
+    assert vm.serverUrl == "https://Sync.Example.org/"
+    assert vm.reason == "Sign in again: token revoked"
+    with qtbot.wait_signal(vm.signedIn) as signed_in:
+        vm.signIn()
+        run(vm.wait_idle())
+    assert signed_in.args == ["https://sync.example.org", "fst_secret"]
+    assert stored == [("https://sync.example.org", "fst_secret")]
+    assert (vm.reason, vm.error, vm.canSignIn) == ("", "", False)  # the token is forgotten
+
+
+def test_sign_in_without_a_keyring_says_so(run: Runner, services: Services, root: Any) -> None:
+    def no_keyring(url: str, token: str) -> None:
+        raise NoKeyringError("no D-Bus session")
+
+    vm = SignInViewModel(services, root, store_token_fn=no_keyring)
+    vm.serverUrl = "https://sync.example.org"
+    vm.setToken("fst_secret")
+    vm.signIn()
+    run(vm.wait_idle())
+    assert "No usable system keyring" in vm.error
+    assert "fst_secret" not in vm.error
+    assert not vm.busy
+
+
+# -- settings -----------------------------------------------------------------------------
+
+
+def test_sync_on_metered_is_on_by_default_persisted_and_given_to_the_engine(
+    run: Runner, services: Services, root: Any, store: Store
+) -> None:
+    from app.sync.engine import SyncConfig
+
+    engine = FakeEngine()
+    engine.config = SyncConfig(server_url="http://127.0.0.1:9")
+    services.engine = engine
+    settings = SettingsViewModel(services, root)
+    settings.reload()
+    run(settings.wait_idle())
+    assert settings.syncOnMetered
+    settings.setSyncOnMetered(False)
+    run(settings.wait_idle())
+    assert not load_sync_on_metered(store)
+    assert engine.config.sync_on_metered is False
+    assert engine.wakes == 1
+    again = SettingsViewModel(services, root)
+    again.reload()
+    run(again.wait_idle())
+    assert not again.syncOnMetered
