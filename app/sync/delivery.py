@@ -129,7 +129,10 @@ def apply_replies(
                 continue
             verdict = classify_status(reply.status, reply.error)
             outcome = Outcome(_reason(verdict.reason, reply), reply.status, duration_ms)
-            if reply.raw_error is not None and verdict.kind in ("success", "conflict"):
+            # A 409's meaning is in its body (conflict or key in use): unreadable, it is a
+            # malformed reply to retry, not a permanent refusal.
+            unreadable = reply.raw_error is not None
+            if unreadable and (verdict.kind in ("success", "conflict") or reply.status == 409):
                 verdict_kind = "malformed"
             else:
                 verdict_kind = verdict.kind

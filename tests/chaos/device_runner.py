@@ -1,0 +1,191 @@
+"""One simulated device for the many-device chaos run: edits from a plan, syncs as it goes.
+
+    FIELDSYNC_TOKEN=… python -m tests.chaos.device_runner --data-dir D --server URL \
+        --plan plan.json --seed N
+
+Runs the real store and sync engine (as `fieldsync worker` does) with fast backoff and short
+timeouts so a chaos run takes seconds, makes the plan's edits one by one while the engine
+delivers, and exits 0 once every edit is made and nothing can move any more (nothing leased, nothing
+pending except edits waiting behind a conflict for a person). `--final` makes no edits and
+stops after one full pull. It may be
+SIGKILLed at any instant and started again: progress is recovered from the database itself
+(one local edit = one job row) and an append-only intent log (`intents.log` in the data dir):
+
+    begin <i>               about to make edit i
+    done <i> <job id>       edit i is durable as that job
+    rejected <i> <reason>   the device itself refused edit i (e.g. the record is deleted)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.store.backoff import BackoffPolicy
+from app.store.db import connection
+from app.store.errors import InvalidEditError
+from app.store.queue import QueueConfig
+from app.store.store import Store
+from app.sync.connectivity import ConnectivityConfig
+from app.sync.engine import SyncConfig, SyncEngine
+from app.sync.transport import TransportConfig
+
+INTENT_LOG = "intents.log"
+
+QUEUE = QueueConfig(lease_seconds=6.0, backoff=BackoffPolicy(initial=0.1, base=2.0, cap=2.0))
+
+
+def sync_config(server: str, rng: random.Random) -> SyncConfig:
+    return SyncConfig(
+        server_url=server,
+        batch_size=rng.choice((1, 3, 10)),
+        request_rate=50.0,
+        request_burst=20.0,
+        reconnect_jitter_s=0.3,
+        pull_interval_s=3.0,
+        sweep_interval_s=1.0,
+        lock_retry_s=0.5,
+        transport=TransportConfig(
+            connect_timeout=2.0, read_timeout=3.0, write_timeout=3.0, pool_timeout=3.0
+        ),
+        connectivity=ConnectivityConfig(
+            probe_backoff=BackoffPolicy(initial=0.2, base=2.0, cap=1.5, jitter=0.5)
+        ),
+    )
+
+
+_DELIVERABLE = """
+SELECT COUNT(*) FROM jobs AS j
+WHERE j.status = 'leased' OR (j.status = 'pending' AND NOT EXISTS (
+    SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key AND e.id < j.id
+      AND e.status IN ('conflict', 'dead')))
+"""
+
+
+def deliverable(store: Store) -> int:
+    """Jobs that can still move without a person: leased, or pending and not waiting behind a
+    conflicted or dead job of the same work order (those wait for the person, by design)."""
+    return int(connection(store.db).execute(_DELIVERABLE).fetchone()[0])
+
+
+def reconciles(store: Store) -> int:
+    row = (
+        connection(store.db)
+        .execute("SELECT value FROM counters WHERE name = 'reconciles'")
+        .fetchone()
+    )
+    return 0 if row is None else int(row[0])
+
+
+def read_log(path: Path) -> list[list[str]]:
+    if not path.exists():
+        return []
+    return [line.split(" ", 2) for line in path.read_text().splitlines() if line.strip()]
+
+
+def job_count(db_path: Path) -> int:
+    if not db_path.exists():
+        return 0
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        conn.close()
+
+
+def resume_index(log: list[list[str]], jobs: int, append: Any) -> int:
+    """The next plan index; settles an edit killed between its commit and its log line."""
+    made = sum(1 for entry in log if entry[0] == "done")
+    finished = {int(entry[1]) for entry in log if entry[0] in ("done", "rejected")}
+    if log and log[-1][0] == "begin" and int(log[-1][1]) not in finished:
+        pending = int(log[-1][1])
+        if jobs == made + 1:
+            append(f"done {pending} recovered")
+            return pending + 1
+        return pending
+    return max(finished, default=-1) + 1
+
+
+async def make_edit(engine: SyncEngine, store: Store, edit: dict[str, Any]) -> str:
+    def apply() -> str:
+        try:
+            result = store.record_edit(edit["op"], edit["id"], edit.get("fields"))
+        except InvalidEditError as exc:
+            return f"rejected {exc}"
+        return f"done {result.job_id}"
+
+    outcome = await engine.executor.run(apply)
+    engine.wake()
+    return outcome
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir)
+    rng = random.Random(args.seed)
+    plan: list[dict[str, Any]] = json.loads(Path(args.plan).read_text())  # noqa: ASYNC240 - before the loop has work
+    log_path = data_dir / INTENT_LOG
+    with log_path.open("a", encoding="utf-8") as log_file:
+
+        def append(line: str) -> None:
+            log_file.write(line + "\n")
+            log_file.flush()
+
+        with Store(data_dir, queue_config=QUEUE) as store:
+            token = os.environ["FIELDSYNC_TOKEN"]
+            engine = SyncEngine(store, sync_config(args.server, rng), token=lambda: token, rng=rng)
+            start = resume_index(read_log(log_path), job_count(store.path), append)
+            if args.final:
+                start = len(plan)
+            pulls_before = await engine.executor.run(reconciles, store)
+            runner = asyncio.create_task(engine.run())
+            print(f"runner: start at edit {start} of {len(plan)}", flush=True)
+            try:
+                for index in range(start, len(plan)):
+                    await asyncio.sleep(rng.uniform(0.0, args.pace))
+                    append(f"begin {index}")
+                    outcome = await make_edit(engine, store, plan[index])
+                    word, _, rest = outcome.partition(" ")
+                    append(f"{word} {index} {rest.replace(chr(10), ' ')}")
+                async with asyncio.timeout(args.timeout):
+                    while True:
+                        left = await engine.executor.run(deliverable, store)
+                        pulls = await engine.executor.run(reconciles, store)
+                        if left == 0 and (pulls > pulls_before or not args.final):
+                            break
+                        if runner.done():
+                            runner.result()
+                            return 1
+                        await asyncio.sleep(0.2)
+            finally:
+                await engine.stop()
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+    print("runner: idle", flush=True)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--plan", required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--pace", type=float, default=0.2, help="max pause between edits (s)")
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--final", action="store_true", help="no edits: deliver, pull, stop")
+    return asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

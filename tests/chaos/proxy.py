@@ -1,0 +1,522 @@
+"""A fault-injecting HTTP/1.1 proxy on loopback, scriptable per request.
+
+    proxy = FaultProxy(("127.0.0.1", 8750), RandomPlan(seed=7, rate=0.5)).start()
+    ...  # point clients at proxy.base_url
+    proxy.link_down(); proxy.link_up()      # the whole link, at once
+    proxy.flap([(2.0, 1.0)] * 5)            # online 2 s, offline 1 s, five times
+    proxy.stop()
+
+Each request is read whole, then a *plan* (any callable taking a `RequestInfo`) picks a
+`Fault`: forward it untouched, refuse it (reset before anything reaches the server), reset
+mid-request (half the request reaches the server), forward it then drop the response (the lost
+acknowledgement), delay it, answer 502/503/504 or 429 + Retry-After itself, truncate or garble
+the response body, or trickle the response out slowly. While the link is down the listening
+socket is closed (new connections are refused) and open connections are reset.
+
+The proxy runs its own asyncio loop in a daemon thread so that it serves subprocesses and
+in-process clients alike; every request is logged (`records`) for rate figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "PASS",
+    "Fault",
+    "FaultProxy",
+    "RandomPlan",
+    "RequestInfo",
+    "RequestRecord",
+    "ScriptedPlan",
+    "delay",
+    "drop_response",
+    "garble",
+    "refuse",
+    "reset",
+    "status",
+    "trickle",
+    "truncate",
+]
+
+_HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te"}
+_MAX_HEAD = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What the proxy does to one request. Build with the helpers below."""
+
+    kind: str  # pass refuse reset drop_response delay status truncate garble trickle
+    seconds: float = 0.0
+    status: int = 0
+    retry_after: int | None = None
+    bytes_per_s: float = 0.0
+
+    @property
+    def reaches_server(self) -> bool:
+        """Whether the server sees the whole request (it may apply it)."""
+        return self.kind in ("pass", "drop_response", "delay", "truncate", "garble", "trickle")
+
+
+PASS = Fault("pass")
+
+
+def refuse() -> Fault:
+    return Fault("refuse")
+
+
+def reset() -> Fault:
+    return Fault("reset")
+
+
+def drop_response() -> Fault:
+    return Fault("drop_response")
+
+
+def delay(seconds: float) -> Fault:
+    return Fault("delay", seconds=seconds)
+
+
+def status(code: int, retry_after: int | None = None) -> Fault:
+    return Fault("status", status=code, retry_after=retry_after)
+
+
+def truncate() -> Fault:
+    return Fault("truncate")
+
+
+def garble() -> Fault:
+    return Fault("garble")
+
+
+def trickle(bytes_per_s: float) -> Fault:
+    return Fault("trickle", bytes_per_s=bytes_per_s)
+
+
+@dataclass(frozen=True)
+class RequestInfo:
+    index: int
+    method: str
+    path: str
+    body_bytes: int
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    at: float  # time.monotonic() when the request head arrived
+    method: str
+    path: str
+    fault: str
+    upstream_status: int | None
+
+
+Plan = Callable[[RequestInfo], Fault]
+
+
+class ScriptedPlan:
+    """Faults in order (one per request), then `then` for every later request."""
+
+    def __init__(self, faults: Sequence[Fault], then: Fault = PASS, *, paths: str = "") -> None:
+        self._faults = list(faults)
+        self._then = then
+        self._paths = paths
+
+    def __call__(self, info: RequestInfo) -> Fault:
+        if not info.path.startswith(self._paths):
+            return PASS
+        return self._faults.pop(0) if self._faults else self._then
+
+
+#: Relative weights of the random plan's faults (the rest of the time: pass).
+DEFAULT_MIX: dict[str, float] = {
+    "refuse": 1.0,
+    "reset": 1.0,
+    "drop_response": 2.0,
+    "delay": 1.0,
+    "status": 2.0,
+    "truncate": 1.0,
+    "garble": 1.0,
+    "trickle": 0.5,
+}
+
+
+class RandomPlan:
+    """Seeded random faults: each request is faulty with probability `rate`.
+
+    The n-th request always draws the same fault for a given seed; which request is the n-th
+    depends on timing, so a replay reproduces the fault sequence, not every interleaving.
+    """
+
+    def __init__(
+        self,
+        seed: int,
+        rate: float,
+        mix: dict[str, float] | None = None,
+        *,
+        max_delay_s: float = 1.5,
+    ) -> None:
+        self.seed = seed
+        self.rate = rate
+        self.mix = dict(mix or DEFAULT_MIX)
+        self.max_delay_s = max_delay_s
+        self._rng = random.Random(seed)
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, info: RequestInfo) -> Fault:
+        rng = self._rng
+        fault = PASS
+        if rng.random() < self.rate:
+            kinds = list(self.mix)
+            kind = rng.choices(kinds, weights=[self.mix[k] for k in kinds])[0]
+            if kind == "delay":
+                fault = delay(rng.uniform(0.05, self.max_delay_s))
+            elif kind == "status":
+                code = rng.choice((502, 503, 504, 429))
+                fault = status(code, retry_after=1 if code in (429, 503) else None)
+            elif kind == "trickle":
+                fault = trickle(rng.uniform(300.0, 3000.0))
+            else:
+                fault = Fault(kind)
+        self.counts[fault.kind] = self.counts.get(fault.kind, 0) + 1
+        return fault
+
+
+class FaultProxy:
+    """See the module docstring. `start()` returns self once the proxy accepts connections."""
+
+    def __init__(self, upstream: tuple[str, int], plan: Plan | None = None) -> None:
+        self.upstream = upstream
+        self.plan: Plan = plan or (lambda info: PASS)
+        self.records: list[RequestRecord] = []
+        self.online = True
+        self.port = 0
+        self._lock = threading.Lock()
+        self._index = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fault-proxy")
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._flapper: asyncio.Task[None] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- control (any thread) --------------------------------------------------------------
+
+    def start(self) -> FaultProxy:
+        self._thread.start()
+        self._call(self._listen())
+        return self
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        self._call(self._shutdown())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def set_plan(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def link_down(self) -> None:
+        self._call(self._down())
+
+    def link_up(self) -> None:
+        self._call(self._up())
+
+    def flap(self, schedule: Sequence[tuple[float, float]]) -> None:
+        """Online for a, offline for b, for each (a, b); returns at once, ends online."""
+        self._call(self._start_flapping(list(schedule)))
+
+    def wait_flapping(self, timeout: float) -> None:
+        async def wait() -> None:
+            if self._flapper is not None:
+                await asyncio.wait_for(asyncio.shield(self._flapper), timeout)
+
+        self._call(wait(), timeout + 5)
+
+    def snapshot(self) -> list[RequestRecord]:
+        with self._lock:
+            return list(self.records)
+
+    def clear_records(self) -> None:
+        with self._lock:
+            self.records.clear()
+
+    def _call(self, coro: object, timeout: float = 30.0) -> None:
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+        future.result(timeout)
+
+    # -- the loop's side ---------------------------------------------------------------------
+
+    async def _listen(self) -> None:
+        self._server = await asyncio.start_server(
+            self._serve, "127.0.0.1", self.port, reuse_address=True
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.online = True
+
+    async def _down(self) -> None:
+        self.online = False
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for writer in list(self._writers):
+            _rst(writer)
+
+    async def _up(self) -> None:
+        if self._server is None:
+            await self._listen()
+
+    async def _start_flapping(self, schedule: list[tuple[float, float]]) -> None:
+        async def run() -> None:
+            for up_s, down_s in schedule:
+                await asyncio.sleep(up_s)
+                await self._down()
+                await asyncio.sleep(down_s)
+                await self._up()
+
+        self._flapper = asyncio.get_running_loop().create_task(run())
+
+    async def _shutdown(self) -> None:
+        if self._flapper is not None:
+            self._flapper.cancel()
+        await self._down()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while self.online:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                head, body = request
+                method, path = _request_line(head)
+                with self._lock:
+                    index = self._index
+                    self._index += 1
+                fault = self.plan(RequestInfo(index, method, path, len(body)))
+                note = self._recorder(time.monotonic(), method, path, fault.kind)
+                try:
+                    keep = await self._apply(fault, head, body, writer, note)
+                finally:
+                    note(None)
+                if not keep:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError, OSError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def _recorder(
+        self, at: float, method: str, path: str, kind: str
+    ) -> Callable[[int | None], None]:
+        """Records a request once, before the client sees its outcome, so a test reading
+        `records` right after its request returned always finds it."""
+        noted = False
+
+        def note(upstream_status: int | None) -> None:
+            nonlocal noted
+            if not noted:
+                noted = True
+                with self._lock:
+                    self.records.append(RequestRecord(at, method, path, kind, upstream_status))
+
+        return note
+
+    async def _apply(
+        self,
+        fault: Fault,
+        head: bytes,
+        body: bytes,
+        writer: asyncio.StreamWriter,
+        note: Callable[[int | None], None],
+    ) -> bool:
+        kind = fault.kind
+        if kind == "refuse":
+            note(None)
+            _rst(writer)
+            return False
+        if kind == "status":
+            note(None)
+            writer.write(_canned(fault.status, fault.retry_after))
+            await writer.drain()
+            return True
+        if kind == "reset":
+            await self._forward(head, body, partial=True)
+            note(None)
+            _rst(writer)
+            return False
+        if kind == "delay":
+            await asyncio.sleep(fault.seconds)
+        response = await self._forward(head, body)
+        assert response is not None
+        code, response_head, response_body = response
+        note(code)
+        if kind == "drop_response":
+            _rst(writer)
+            return False
+        if kind == "garble":
+            response_head = _replace_header(response_head, b"content-type", b"text/html")
+            response_body = b"<html><body>502 Bad Gateway</body></html>"
+        data = _framed(response_head, response_body)
+        if kind == "truncate":
+            writer.write(data[: len(data) - max(len(response_body) // 2, 1)])
+            await writer.drain()
+            return False
+        if kind == "trickle":
+            step = 32
+            for start in range(0, len(data), step):
+                writer.write(data[start : start + step])
+                await writer.drain()
+                await asyncio.sleep(step / fault.bytes_per_s)
+            return True
+        writer.write(data)
+        await writer.drain()
+        return True
+
+    async def _forward(
+        self, head: bytes, body: bytes, *, partial: bool = False
+    ) -> tuple[int, bytes, bytes] | None:
+        reader, writer = await asyncio.open_connection(*self.upstream)
+        try:
+            out_head = _replace_header(_strip_hop_by_hop(head), b"connection", b"close")
+            out_head = _replace_header(out_head, b"content-length", str(len(body)).encode())
+            data = out_head + b"\r\n" + body
+            if partial:
+                writer.write(data[: max(len(out_head) + len(body) // 2, len(out_head) // 2)])
+                await writer.drain()
+                _rst(writer)
+                return None
+            writer.write(data)
+            await writer.drain()
+            response = await _read_response(reader)
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+        return response
+
+
+# -- HTTP/1.1 framing (just what the clients and uvicorn here speak) --------------------------
+
+
+def _rst(writer: asyncio.StreamWriter) -> None:
+    """Close with a TCP reset (SO_LINGER 0), as a dropped link or a crashed peer does."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise
+    if len(head) > _MAX_HEAD:
+        raise ValueError("head too large")
+    return head[:-2]  # keep the last header's CRLF, drop the blank line
+
+
+def _headers(head: bytes) -> dict[bytes, bytes]:
+    found: dict[bytes, bytes] = {}
+    for line in head.split(b"\r\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if sep:
+            found[name.strip().lower()] = value.strip()
+    return found
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: dict[bytes, bytes]) -> bytes:
+    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+        chunks = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            chunk = await reader.readexactly(size + 2)
+            if size == 0:
+                # Trailers end with a blank line; we sent none and read the final CRLF above.
+                return b"".join(chunks)
+            chunks.append(chunk[:-2])
+    length = int(headers.get(b"content-length", b"0") or 0)
+    return await reader.readexactly(length)
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | None:
+    head = await _read_head(reader)
+    if head is None:
+        return None
+    return head, await _read_body(reader, _headers(head))
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bytes]:
+    head = await _read_head(reader)
+    if head is None:
+        raise ConnectionError("upstream closed without a response")
+    code = int(head.split(b" ", 2)[1])
+    headers = _headers(head)
+    if code in (204, 304) or b"content-length" in headers or b"transfer-encoding" in headers:
+        body = b"" if code in (204, 304) else await _read_body(reader, headers)
+    else:
+        body = await reader.read()
+    return code, _strip_hop_by_hop(head), body
+
+
+def _request_line(head: bytes) -> tuple[str, str]:
+    method, target, _ = head.split(b"\r\n", 1)[0].split(b" ", 2)
+    return method.decode("ascii"), target.decode("latin-1").split("?", 1)[0]
+
+
+def _strip_hop_by_hop(head: bytes) -> bytes:
+    lines = head.split(b"\r\n")
+    kept = [lines[0]]
+    for line in lines[1:]:
+        name = line.partition(b":")[0].strip().lower()
+        if line and name not in _HOP_BY_HOP and name != b"content-length":
+            kept.append(line)
+    return b"\r\n".join(kept) + b"\r\n"
+
+
+def _replace_header(head: bytes, name: bytes, value: bytes) -> bytes:
+    lines = [
+        line
+        for line in head.rstrip(b"\r\n").split(b"\r\n")
+        if line.partition(b":")[0].strip().lower() != name
+    ]
+    lines.append(name + b": " + value)
+    return b"\r\n".join(lines) + b"\r\n"
+
+
+def _framed(head: bytes, body: bytes) -> bytes:
+    head = _replace_header(head, b"content-length", str(len(body)).encode())
+    return head + b"\r\n" + body
+
+
+_REASONS = {429: b"Too Many Requests", 502: b"Bad Gateway", 503: b"Service Unavailable",
+            504: b"Gateway Timeout"}  # fmt: skip
+
+
+def _canned(code: int, retry_after: int | None) -> bytes:
+    """An answer from a middlebox, not the server: plain HTML, like a reverse proxy's."""
+    body = b"<html><body><h1>%d</h1></body></html>" % code
+    head = b"HTTP/1.1 %d %s\r\ncontent-type: text/html\r\n" % (code, _REASONS.get(code, b"Err"))
+    if retry_after is not None:
+        head += b"retry-after: %d\r\n" % retry_after
+    return _framed(head, body)
