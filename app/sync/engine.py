@@ -118,6 +118,7 @@ class SyncEngine:
         self._last_pull = 0.0
         self._idle = asyncio.Event()
         self._in_flight: list[Any] = []
+        self._last_batch_unreachable = False
 
     # -- control (called from the loop's thread) ---------------------------------------------
 
@@ -240,6 +241,10 @@ class SyncEngine:
             try:
                 handled = await self._deliver_once()
                 if handled:
+                    if self._last_batch_unreachable:
+                        # Do not burn an attempt of every queued job within milliseconds
+                        # while the link is down: pause as the probe would.
+                        await self._sleep(self.connectivity.next_probe_delay())
                     continue
                 if self._reconcile_due or time.monotonic() - self._last_pull > (
                     self.config.pull_interval_s
@@ -328,6 +333,7 @@ class SyncEngine:
         )
         self._in_flight = []
         network_failed = all(isinstance(r, TransientError) for r in replies)
+        self._last_batch_unreachable = network_failed
         if network_failed:
             self.last_error = report.transient_errors[0] if report.transient_errors else None
             self._network_failure(self.last_error or "network error")

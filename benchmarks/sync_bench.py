@@ -1,0 +1,652 @@
+"""Sync benchmark: draining offline edits to a local server, reconcile, and idle CPU offline.
+
+Every figure is the median of several runs, each with fresh temp dirs (device store and server
+database) and a fresh server. The server runs as a separate process (``fieldsync-server serve``
+on a free loopback port) so device and server never share a GIL.
+
+    .venv/bin/python benchmarks/sync_bench.py --quick --json bench-results/sync.json
+
+- drain: N offline creates (``Store.import_records``) drained by ``SyncEngine.run_until_idle``
+  with batch_size=100 ("batch") and batch_size=1 ("single"). The rate is N / time until the
+  queue holds nothing pending or leased (from the engine's QueueChanged events); the total
+  (including the reconcile the engine does right after the flush) is printed beside it.
+- server batch ingest (the reference): the same N creates posted straight to
+  ``POST /v1/mutations/batch`` in 100-item batches from one httpx.Client, no device queue.
+- reconcile: the reference client's N records (made by another device) are pulled by a fresh
+  device's engine (``/v1/changes`` pages applied to its cache), timed from the pull's start
+  to its end.
+- idle CPU: a worker subprocess with pending edits, its server a closed loopback port; process
+  CPU time (user + system, all threads) / wall time over the window.
+
+The device's own request-rate limit is lifted (``request_rate`` 1e6) and the server's per-device
+rate limit is off (``--rate-limit-per-second 0``): both exist to protect a shared server, not
+to be measured here. The server logs at ``warning`` (its per-request INFO line goes nowhere).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.events import ConnectivityChanged, EventBus, QueueChanged, SyncProgress
+from app.records import validate_create
+from app.store.store import Store
+from app.sync.engine import SyncConfig, SyncEngine
+from server.embedded import provision_device
+
+FIELDS = {"title": "Replace pump seal", "site": "Depot 4, bay 2", "notes": "Leaks at 3 bar."}
+BATCH = 100
+UNLIMITED_RATE = 1e6
+DRAIN_TARGET = 0.70
+DRAIN_LIMIT_S = 1800.0
+IDLE_TARGET_PERCENT = 1.0  # "≈ 0": under 1 % of one core
+
+
+@dataclass(frozen=True)
+class Plan:
+    runs: int
+    edits: int  # per batch drain and per reference ingest run
+    single_edits: int  # per single (batch_size=1) drain: a rate, so fewer edits suffice
+    idle_seconds: float
+    idle_pending: int
+    #: Run the idle worker beside the other measurements (it needs wall time, not the CPU).
+    idle_concurrent: bool
+
+
+FULL = Plan(
+    runs=3,
+    edits=10_000,
+    # One request per edit: 10,000 took over 10 minutes per run on the 2-CPU test machine.
+    single_edits=2_000,
+    idle_seconds=60.0,
+    idle_pending=1_000,
+    idle_concurrent=False,
+)
+QUICK = Plan(
+    runs=3,
+    edits=2_000,
+    single_edits=200,
+    idle_seconds=10.0,
+    idle_pending=1_000,
+    idle_concurrent=True,
+)
+
+
+# -- the server process ---------------------------------------------------------------------
+
+
+def _server_command() -> list[str]:
+    script = Path(sys.executable).parent / "fieldsync-server"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "server.cli"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ServerProcess:
+    """``fieldsync-server serve`` on a free loopback port, with a fresh SQLite database."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.db_url = f"sqlite:///{workdir / 'server.sqlite3'}"
+        self.log_path = workdir / "server.log"
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def add_device(self, name: str) -> str:
+        return provision_device(self.db_url, name)
+
+    def start(self, timeout: float = 30.0) -> ServerProcess:
+        command = [
+            *_server_command(), "serve", "--db", self.db_url, "--host", "127.0.0.1",
+            "--port", str(self.port), "--log-level", "warning", "--rate-limit-per-second", "0",
+        ]  # fmt: skip
+        with self.log_path.open("wb") as log:
+            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log_path.read_text()[-2000:]}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.base_url}/healthz", timeout=1.0).status_code == 200:
+                    return self
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("server did not answer /healthz")
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=5)
+        self._process = None
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def temp_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="fieldsync-syncbench-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def records(count: int) -> Iterator[dict[str, Any]]:
+    for index in range(count):
+        yield {**FIELDS, "title": f"Work order {index}"}
+
+
+def engine_config(base_url: str, batch_size: int) -> SyncConfig:
+    return SyncConfig(
+        server_url=base_url,
+        batch_size=batch_size,
+        request_rate=UNLIMITED_RATE,
+        request_burst=UNLIMITED_RATE,
+        reconnect_jitter_s=0,
+    )
+
+
+def server_count(base_url: str, token: str) -> int:
+    """Records on the server, by paging the changes feed (a check, not timed)."""
+    total, since = 0, None
+    with httpx.Client(base_url=base_url, timeout=30.0) as client:
+        while True:
+            params: dict[str, Any] = {"limit": 1000}
+            if since is not None:
+                params["since"] = since
+            reply = client.get(
+                "/v1/changes", params=params, headers={"Authorization": f"Bearer {token}"}
+            )
+            reply.raise_for_status()
+            body = reply.json()
+            total += len(body["changes"])
+            since = body["next"]
+            if not body["has_more"]:
+                return total
+
+
+# -- measurements ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DrainResult:
+    edits: int
+    drain_s: float
+    total_s: float
+    requests: int
+
+    @property
+    def rate(self) -> float:
+        return self.edits / self.drain_s
+
+
+def measure_drain(edits: int, batch_size: int) -> DrainResult:
+    with temp_dir() as root:
+        (root / "device").mkdir()
+        (root / "server").mkdir()
+        server = ServerProcess(root / "server")
+        token = server.add_device("bench-device")
+        store = Store(root / "device")
+        try:
+            store.import_records(records(edits))
+            with server:
+                result = asyncio.run(_drain(store, server.base_url, token, batch_size, edits))
+                on_server = server_count(server.base_url, token)
+        finally:
+            store.close()
+        if on_server != edits:
+            raise RuntimeError(f"server holds {on_server} records, expected {edits}")
+        return result
+
+
+async def _drain(
+    store: Store, base_url: str, token: str, batch_size: int, edits: int
+) -> DrainResult:
+    events = EventBus()
+    drained_at: list[float] = []
+    batches = [0]
+
+    def on_event(event: object) -> None:
+        if isinstance(event, QueueChanged):
+            batches[0] += 1
+            if not drained_at and event.depth["pending"] == 0 and event.depth["leased"] == 0:
+                drained_at.append(time.perf_counter())
+
+    events.subscribe(on_event)
+    engine = SyncEngine(store, engine_config(base_url, batch_size), events, token=lambda: token)
+    started = time.perf_counter()
+    idle = await engine.run_until_idle(DRAIN_LIMIT_S)
+    finished = time.perf_counter()
+    engine.executor.shutdown()
+    if not idle or not drained_at:
+        depth = store.stats()["queue_depth"]
+        raise RuntimeError(f"the engine did not drain the queue in {DRAIN_LIMIT_S:.0f} s: {depth}")
+    depth = store.stats()["queue_depth"]
+    if depth["done"] != edits:
+        raise RuntimeError(f"queue after drain: {depth}")
+    return DrainResult(edits, drained_at[0] - started, finished - started, batches[0])
+
+
+def measure_ingest_then_reconcile(edits: int) -> tuple[float, ReconcileResult]:
+    """Edits/s through POST /v1/mutations/batch straight from httpx, 100 per request; then a
+    fresh device reconciles: the reference client was the other device that made the changes.
+    """
+    fields = validate_create(FIELDS)
+    batches = []
+    for start in range(0, edits, BATCH):
+        batches.append(
+            {
+                "mutations": [
+                    {
+                        "idempotency_key": str(uuid.uuid4()),
+                        "entity_id": str(uuid.uuid4()),
+                        "op": "create",
+                        "base_version": None,
+                        "fields": {**fields, "title": f"Work order {index}"},
+                    }
+                    for index in range(start, min(start + BATCH, edits))
+                ]
+            }
+        )
+    with temp_dir() as root:
+        server = ServerProcess(root)
+        token = server.add_device("bench-reference")
+        reader = server.add_device("bench-reader")
+        headers = {"Authorization": f"Bearer {token}"}
+        with server, httpx.Client(base_url=server.base_url, timeout=60.0) as client:
+            started = time.perf_counter()
+            for body in batches:
+                reply = client.post(
+                    "/v1/mutations/batch",
+                    json=body,
+                    headers={**headers, "X-Correlation-ID": str(uuid.uuid4())},
+                )
+                reply.raise_for_status()
+                statuses = {item["status"] for item in reply.json()["results"]}
+                if statuses != {201}:
+                    raise RuntimeError(f"reference batch answered {statuses}")
+            elapsed = time.perf_counter() - started
+            if server_count(server.base_url, token) != edits:
+                raise RuntimeError("reference run lost records")
+            (root / "device").mkdir()
+            store = Store(root / "device")
+            try:
+                reconcile = asyncio.run(_reconcile(store, server.base_url, reader, edits))
+                cached = store.db.execute_sql("SELECT COUNT(*) FROM work_orders").fetchone()[0]
+            finally:
+                store.close()
+        if cached != edits:
+            raise RuntimeError(f"device cache holds {cached} records, expected {edits}")
+    return edits / elapsed, reconcile
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    changes: int
+    pull_s: float
+    total_s: float
+
+
+async def _reconcile(store: Store, base_url: str, token: str, changes: int) -> ReconcileResult:
+    events = EventBus()
+    marks: dict[str, float] = {}
+    pulled: list[int] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, SyncProgress) and event.phase == "pull":
+            marks.setdefault("pull", time.perf_counter())
+        elif isinstance(event, SyncProgress) and event.phase == "idle" and "idle" not in marks:
+            marks["idle"] = time.perf_counter()
+            pulled.append(event.done)
+
+    events.subscribe(on_event)
+    engine = SyncEngine(store, engine_config(base_url, BATCH), events, token=lambda: token)
+    started = time.perf_counter()
+    idle = await engine.run_until_idle(600.0)
+    finished = time.perf_counter()
+    engine.executor.shutdown()
+    if not idle or "idle" not in marks:
+        raise RuntimeError("the engine did not finish reconciling")
+    if pulled != [changes]:
+        raise RuntimeError(f"pulled {pulled} changes, expected {changes}")
+    return ReconcileResult(changes, marks["idle"] - marks["pull"], finished - started)
+
+
+# -- idle CPU (a separate worker process) ---------------------------------------------------
+
+_IDLE_CHILD = "--idle-child"
+
+
+class IdleMeasurement:
+    """The idle worker subprocess: ``start()``, then ``result()`` waits for its figures."""
+
+    def __init__(self, seconds: float, pending: int) -> None:
+        self.seconds = seconds
+        self.pending = pending
+        self._root = Path(tempfile.mkdtemp(prefix="fieldsync-syncbench-idle-"))
+        self._process: subprocess.Popen[str] | None = None
+
+    def start(self) -> IdleMeasurement:
+        command = [
+            sys.executable, os.path.abspath(__file__), _IDLE_CHILD, str(self._root),
+            str(self.seconds), str(self.pending), str(free_port()),
+        ]  # fmt: skip
+        self._process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        return self
+
+    def result(self) -> dict[str, Any]:
+        assert self._process is not None
+        try:
+            out, err = self._process.communicate(timeout=self.seconds + 120)
+        finally:
+            shutil.rmtree(self._root, ignore_errors=True)
+        if self._process.returncode != 0:
+            raise RuntimeError(f"idle child failed: {err[-2000:]}")
+        result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+        return result
+
+
+def idle_child(root: Path, seconds: float, pending: int, port: int) -> None:
+    """The worker against a closed port: how much CPU does it burn while offline?"""
+    import resource
+
+    def cpu_now() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
+        return usage.ru_utime + usage.ru_stime
+
+    store = Store(root)
+    store.import_records(records(pending))
+    # Nothing listens on this port: every connect is refused at once (offline, not slow).
+    base_url = f"http://127.0.0.1:{port}"
+
+    async def main() -> dict[str, Any]:
+        events = EventBus()
+        states: list[str] = []
+        offline_at: list[tuple[float, float]] = []  # (wall, cpu) when it first went offline
+
+        def on_event(event: object) -> None:
+            if isinstance(event, ConnectivityChanged):
+                states.append(event.state)
+                if event.state == "offline" and not offline_at:
+                    offline_at.append((time.perf_counter(), cpu_now()))
+
+        events.subscribe(on_event)
+        engine = SyncEngine(store, engine_config(base_url, BATCH), events, token=lambda: "x")
+        probes = [0]
+        healthz = engine.client.healthz
+
+        async def counted_healthz() -> bool:
+            probes[0] += 1
+            return await healthz()
+
+        engine.client.healthz = counted_healthz  # type: ignore[method-assign]
+        cpu_start = cpu_now()
+        wall_start = time.perf_counter()
+        await engine.run_until_idle(seconds)
+        wall = time.perf_counter() - wall_start
+        cpu = cpu_now() - cpu_start
+        engine.executor.shutdown()
+        depth = store.stats()["queue_depth"]
+        result: dict[str, Any] = {
+            "wall_s": round(wall, 3),
+            "cpu_s": round(cpu, 4),
+            "cpu_percent": 100.0 * cpu / wall,
+            "connectivity": states,
+            "healthz_probes": probes[0],
+            "pending_after": depth["pending"],
+        }
+        if offline_at:
+            wall_off, cpu_off = offline_at[0]
+            steady_wall = wall_start + wall - wall_off
+            result["went_offline_after_s"] = round(wall_off - wall_start, 3)
+            result["cpu_s_until_offline"] = round(cpu_off - cpu_start, 4)
+            result["cpu_percent_after_offline"] = (
+                100.0 * (cpu - (cpu_off - cpu_start)) / steady_wall
+            )
+        return result
+
+    print(json.dumps(asyncio.run(main())))
+    store.close()
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def spread(values: list[float], fmt: str) -> str:
+    return f"{format(min(values), fmt)}–{format(max(values), fmt)}"
+
+
+def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
+    load_start = os.getloadavg()[0]  # other work on the machine skews every figure
+    drains: dict[str, list[DrainResult]] = {"batch": [], "single": []}
+    ingest: list[float] = []
+    reconciles: list[ReconcileResult] = []
+    idle = IdleMeasurement(plan.idle_seconds, plan.idle_pending)
+    if plan.idle_concurrent:
+        idle.start()
+    for index in range(plan.runs):
+        # Interleaved run by run so machine noise hits every system alike.
+        rate, reconcile = measure_ingest_then_reconcile(plan.edits)
+        ingest.append(rate)
+        reconciles.append(reconcile)
+        say(f"run {index + 1}/{plan.runs}: server ingest {rate:,.0f}/s")
+        say(f"run {index + 1}/{plan.runs}: reconcile {reconcile.pull_s:.2f} s")
+        for mode, size, edits in (("batch", BATCH, plan.edits), ("single", 1, plan.single_edits)):
+            drains[mode].append(measure_drain(edits, size))
+            result = drains[mode][-1]
+            say(f"run {index + 1}/{plan.runs}: drain {mode} {result.rate:,.0f}/s")
+    if not plan.idle_concurrent:
+        idle.start()
+    idles = [idle.result()]
+    say(f"idle CPU offline {idles[0]['cpu_percent']:.3f} %")
+
+    drain_rates = {mode: median([r.rate for r in rs]) for mode, rs in drains.items()}
+    ingest_rate = median(ingest)
+    reconcile_s = median([r.pull_s for r in reconciles])
+    idle_percent = median([i["cpu_percent"] for i in idles])
+    ratio = drain_rates["batch"] / ingest_rate
+    results = {
+        "drain_edits_per_s": {mode: round(rate, 1) for mode, rate in drain_rates.items()},
+        "server_batch_ingest_per_s": round(ingest_rate, 1),
+        "reconcile_10k_changes_s": round(reconcile_s, 3),
+        "idle_cpu_percent_offline": round(idle_percent, 3),
+        "metadata": {
+            "mode": "quick" if quick else "full",
+            "runs": plan.runs,
+            "statistic": "median",
+            "edits_per_drain": {"batch": plan.edits, "single": plan.single_edits},
+            "edits_per_reference_ingest": plan.edits,
+            "reconcile_changes": plan.edits,
+            "reconcile_note": (
+                f"quick mode: {plan.edits} changes, not 10,000"
+                if plan.edits != 10_000
+                else "10,000 changes"
+            ),
+            "drain_note": (
+                f"quick mode: {plan.edits} edits per batch drain and reference ingest, "
+                f"{plan.single_edits} per single drain, not 10,000"
+                if quick
+                else f"10,000 edits per batch drain and reference ingest, "
+                f"{plan.single_edits} per single drain"
+            ),
+            "idle_window_s": plan.idle_seconds,
+            "idle_pending_jobs": plan.idle_pending,
+            "idle_ran_concurrently_with_other_measurements": plan.idle_concurrent,
+            "server": "separate process (fieldsync-server serve, SQLite, loopback)",
+            "server_flags": "--log-level warning --rate-limit-per-second 0",
+            "device_request_rate": UNLIMITED_RATE,
+            "batch_size": {"batch": BATCH, "single": 1},
+            "drain_total_s_median": {
+                mode: round(median([r.total_s for r in rs]), 3) for mode, rs in drains.items()
+            },
+            "drain_s_median": {
+                mode: round(median([r.drain_s for r in rs]), 3) for mode, rs in drains.items()
+            },
+            "reconcile_engine_total_s_median": round(median([r.total_s for r in reconciles]), 3),
+            "drain_batch_vs_ingest_ratio": round(ratio, 3),
+            "drain_single_vs_ingest_ratio": round(drain_rates["single"] / ingest_rate, 3),
+            "targets": {
+                "drain_batch_ge_70pct_of_ingest": ratio >= DRAIN_TARGET,
+                "idle_cpu_approx_zero_lt_1pct": idle_percent < IDLE_TARGET_PERCENT,
+            },
+            "samples": {
+                "server_batch_ingest_per_s": [round(v, 1) for v in ingest],
+                "drain_edits_per_s": {
+                    mode: [round(r.rate, 1) for r in rs] for mode, rs in drains.items()
+                },
+                "reconcile_pull_s": [round(r.pull_s, 3) for r in reconciles],
+                "idle": idles,
+            },
+            "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
+            "python": platform.python_version(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        },
+    }
+    print_table(results, drains, ingest, reconciles, idles, plan, quick)
+    return results
+
+
+def print_table(
+    results: dict[str, Any],
+    drains: dict[str, list[DrainResult]],
+    ingest: list[float],
+    reconciles: list[ReconcileResult],
+    idles: list[dict[str, Any]],
+    plan: Plan,
+    quick: bool,
+) -> None:
+    meta = results["metadata"]
+    ingest_rate = results["server_batch_ingest_per_s"]
+    print()
+    print(
+        f"fieldsync sync benchmark ({'QUICK: ' if quick else ''}{plan.edits:,} edits per batch "
+        f"drain, {plan.single_edits:,} per single drain, "
+        f"{plan.edits:,} changes reconciled, idle window {plan.idle_seconds:.0f} s; "
+        f"median of {plan.runs} runs)"
+    )
+    print("server: separate process (fieldsync-server serve, SQLite) on loopback")
+    load = meta["load_average_1m"]
+    print(f"load average (1 min) {load['start']:.2f} at start, {load['end']:.2f} at end")
+    print()
+    header = f"{'measurement':<38} {'median':>12} {'runs (min–max)':>20} {'vs ingest':>10}"
+    print(header)
+    print("-" * len(header))
+    print(
+        f"{'server batch ingest (httpx, 100/req)':<38} {ingest_rate:>10,.0f}/s "
+        f"{spread(ingest, ',.0f'):>20} {'1.00':>10}"
+    )
+    for mode in ("batch", "single"):
+        rates = [r.rate for r in drains[mode]]
+        rate = results["drain_edits_per_s"][mode]
+        label = f"drain {mode} (batch_size={BATCH if mode == 'batch' else 1})"
+        print(
+            f"{label:<38} {rate:>10,.0f}/s {spread(rates, ',.0f'):>20} {rate / ingest_rate:>10.2f}"
+        )
+        times = [r.drain_s for r in drains[mode]]
+        totals = [r.total_s for r in drains[mode]]
+        print(f"{'  time to drain':<38} {median(times):>11.2f}s {spread(times, '.2f'):>20}")
+        print(
+            f"{'  run_until_idle incl. pull-back':<38} {median(totals):>11.2f}s "
+            f"{spread(totals, '.2f'):>20}"
+        )
+    pulls = [r.pull_s for r in reconciles]
+    print(
+        f"{f'reconcile {plan.edits:,} changes (pull)':<38} "
+        f"{median(pulls):>11.2f}s {spread(pulls, '.2f'):>20}"
+    )
+    cpu = [i["cpu_percent"] for i in idles]
+    print(
+        f"{f'idle CPU offline ({plan.idle_seconds:.0f} s window)':<38} "
+        f"{median(cpu):>11.3f}% {spread(cpu, '.3f'):>20}"
+    )
+    steady = [i["cpu_percent_after_offline"] for i in idles if "cpu_percent_after_offline" in i]
+    if steady:
+        print(
+            f"{'  after it went offline (steady state)':<38} "
+            f"{median(steady):>11.3f}% {spread(steady, '.3f'):>20}"
+        )
+    print()
+    targets = meta["targets"]
+    ratio = meta["drain_batch_vs_ingest_ratio"]
+    print(
+        f"target drain ≥ 70 % of ingest: {'MET' if targets['drain_batch_ge_70pct_of_ingest'] else 'NOT MET'} "  # noqa: E501
+        f"(batch {ratio:.0%}, single {meta['drain_single_vs_ingest_ratio']:.0%})"
+    )
+    print(
+        f"target idle CPU ≈ 0 (< {IDLE_TARGET_PERCENT:g} %): "
+        f"{'MET' if targets['idle_cpu_approx_zero_lt_1pct'] else 'NOT MET'} ({median(cpu):.3f} %)"
+    )
+    if quick:
+        print(
+            f"QUICK mode: {plan.edits:,} edits (single: {plan.single_edits:,}) and "
+            f"{plan.edits:,} changes, not 10,000; idle window "
+            f"{plan.idle_seconds:.0f} s, not 60 s, run beside the other measurements"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == _IDLE_CHILD:
+        idle_child(Path(argv[1]), float(argv[2]), int(argv[3]), int(argv[4]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a run under a minute")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--runs", type=int, help="override the number of runs")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    if args.runs:
+        plan = Plan(**{**plan.__dict__, "runs": args.runs})
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    results = run(plan, args.quick, say)
+    results["metadata"]["elapsed_s"] = round(time.perf_counter() - started, 1)
+    print(f"elapsed {results['metadata']['elapsed_s']:.1f} s")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
