@@ -17,11 +17,11 @@ from app.credentials import CredentialsError, get_token, normalize_server_url, s
 from app.store.deadletters import get_dead, list_dead
 from app.store.errors import WorkerLockHeldError
 from app.store.lock import WorkerLock
+from app.store.settings import read_setting, write_setting
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from app.sync.engine import SyncConfig, SyncEngine
 from app.sync.errors import SyncError
-from app.sync.reconcile import read_setting, write_setting
 from app.sync.transport import ServerClient
 
 __all__ = ["add_parsers"]

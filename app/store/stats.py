@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,46 @@ def database_size(path: Path) -> int:
     return total
 
 
+def _delivery(counters: dict[str, int]) -> dict[str, Any]:
+    """Success rate per topic, retry reasons and conflicts by kind, from the counters."""
+    topics: dict[str, dict[str, Any]] = {}
+    reasons: dict[str, int] = {}
+    for name, value in counters.items():
+        kind, _, rest = name.partition(":")
+        if kind in ("delivered", "dead", "retried") and rest:
+            topics.setdefault(rest, {"delivered": 0, "dead": 0, "retried": 0})[kind] = value
+        elif kind == "retry_reason" and rest:
+            reasons[rest] = value
+    for figures in topics.values():
+        finished = figures["delivered"] + figures["dead"]
+        figures["success_rate"] = (
+            None if finished == 0 else round(figures["delivered"] / finished, 4)
+        )
+    conflicts = {
+        name.removeprefix("conflicts_"): value
+        for name, value in counters.items()
+        if name.startswith("conflicts_")
+    }
+    return {
+        "topics": topics,
+        "retry_reasons": reasons,
+        "conflicts_by_kind": conflicts,
+        "duplicates_detected": counters.get("duplicates_detected", 0),
+    }
+
+
+def _cache(conn: Any, now: float) -> dict[str, Any]:
+    """How many work orders the device holds and how stale its copy of the server's are."""
+    total, synced, oldest = conn.execute(
+        "SELECT COUNT(*), COUNT(last_synced_at), MIN(last_synced_at) FROM work_orders"
+    ).fetchone()
+    return {
+        "records": total,
+        "never_synced": total - synced,
+        "staleness_age_s": None if oldest is None else round(max(now - oldest, 0.0), 3),
+    }
+
+
 def queue_stats(db: pw.SqliteDatabase, path: Path, now: float | None = None) -> dict[str, Any]:
     now = time.time() if now is None else now
     conn = connection(db)
@@ -55,13 +96,22 @@ def queue_stats(db: pw.SqliteDatabase, path: Path, now: float | None = None) -> 
         histogram[label] = count
     counters = dict(conn.execute("SELECT name, value FROM counters").fetchall())
     return {
+        **_delivery(counters),
+        "cache": _cache(conn, now),
         "queue_depth": depth,
         "oldest_pending_age_s": None if oldest is None else round(max(now - oldest, 0.0), 3),
         "attempt_histogram": histogram,
         "lease_timeouts": counters.get("lease_timeouts", 0),
         "counters": counters,
         "database_size_bytes": database_size(path),
+        "engine": load_snapshot_raw(conn),
     }
+
+
+def load_snapshot_raw(conn: Any) -> Any:
+    """The delivery worker's last metrics snapshot (latency, reconcile time, clock skew)."""
+    row = conn.execute("SELECT value FROM settings WHERE key = 'engine_metrics'").fetchone()
+    return None if row is None else json.loads(row[0])
 
 
 def outstanding_depth(store: Any) -> dict[str, Any]:

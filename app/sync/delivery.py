@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from app.store.db import connection
 from app.store.queue import ClaimedJob, Outcome
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
-from app.sync.errors import TransientError, classify_status
+from app.sync.errors import TransientError, classify_status, retry_reason
 from app.sync.merge import intent_applied, three_way
 from app.sync.transport import Reply
 
@@ -41,6 +42,9 @@ class DeliveryReport:
     transient_errors: list[str] = field(default_factory=list)
     entity_ids: set[str] = field(default_factory=set)
     latencies_s: list[float] = field(default_factory=list)
+    #: Persistent counters to add in the batch's transaction (delivered/dead/retried per
+    #: topic, retry reasons): one statement per batch, not per job.
+    tally: Counter[str] = field(default_factory=Counter)
 
 
 def build_mutation(store: Store, job: ClaimedJob) -> dict[str, Any]:
@@ -125,6 +129,8 @@ def apply_replies(
                     job, Outcome(str(reply), None, duration_ms), retry_after=reply.retry_after
                 )
                 report.retried += 1
+                report.tally[f"retried:{job.topic}"] += 1
+                report.tally[f"retry_reason:{retry_reason(reply)}"] += 1
                 report.transient_errors.append(str(reply))
                 continue
             verdict = classify_status(reply.status, reply.error)
@@ -156,6 +162,8 @@ def apply_replies(
                 problem = reply.raw_error or "the reply lacks the expected record"
                 queue.retry(job, Outcome(f"malformed reply: {problem}", reply.status, duration_ms))
                 report.retried += 1
+                report.tally[f"retried:{job.topic}"] += 1
+                report.tally["retry_reason:malformed"] += 1
                 report.transient_errors.append(problem)
             elif verdict_kind == "auth":
                 queue.release([job])
@@ -163,11 +171,20 @@ def apply_replies(
             elif verdict_kind == "transient":
                 queue.retry(job, outcome, retry_after=reply.retry_after)
                 report.retried += 1
+                report.tally[f"retried:{job.topic}"] += 1
+                report.tally[f"retry_reason:{retry_reason(reply.status, reply.error)}"] += 1
             else:
                 queue.dead(job, outcome)
                 report.dead += 1
+                report.tally[f"dead:{job.topic}"] += 1
         if successes:
             _record_successes(store, conn, successes, report, now, duration_ms)
+        if report.tally:
+            conn.executemany(
+                "INSERT INTO counters (name, value) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+                sorted(report.tally.items()),
+            )
     return report
 
 
@@ -189,6 +206,7 @@ def _record_successes(
     for job, reply, record in successes:
         apply_server_record(conn, record, now)
         report.done += 1
+        report.tally[f"delivered:{job.topic}"] += 1
         report.latencies_s.append(max(now - job.created_at, 0.0))
         if reply.replayed:
             report.replayed += 1

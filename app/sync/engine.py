@@ -32,6 +32,7 @@ from app.events import (
     SyncProgress,
 )
 from app.executor import StoreExecutor
+from app.metrics import EngineMetrics
 from app.store.errors import StorageConditionError, WorkerLockHeldError
 from app.store.lock import WorkerLock
 from app.store.stats import outstanding_depth
@@ -107,6 +108,8 @@ class SyncEngine:
         self.bucket = TokenBucket(config.request_rate, config.request_burst, time.monotonic)
         self.lock = WorkerLock(store.data_dir)
         self.priority_ids: set[str] = set()
+        self.metrics = EngineMetrics()
+        self._metrics_dirty = False
         self.clock_skew_s: float | None = None
         self.auth_paused = False
         self.last_sync_at: float | None = None
@@ -266,6 +269,9 @@ class SyncEngine:
                 self._idle.set()
                 await self._sleep(self.config.sweep_interval_s)
                 continue
+            if self._metrics_dirty:
+                self._metrics_dirty = False
+                await self.executor.run(self.metrics.save, self.store)
             self._idle.set()
             await self._sleep(await self._until_next_due())
 
@@ -343,6 +349,9 @@ class SyncEngine:
             self._publish_connectivity(before)
             if report.done:
                 self.last_sync_at = time.time()
+                self.metrics.last_sync_at = self.last_sync_at
+            self.metrics.delivered(report.latencies_s)
+            self._metrics_dirty = True
         if report.auth_failed:
             self._pause_for_auth("the server refused this device's token: sign in again")
         for job_id, entity_id, kind in report.conflicts:
@@ -370,6 +379,10 @@ class SyncEngine:
         self._reconcile_due = False
         self._last_pull = time.monotonic()
         self.last_sync_at = time.time()
+        self.metrics.last_sync_at = self.last_sync_at
+        self.metrics.reconcile_s = round(report.duration_s, 3)
+        self.metrics.reconcile_changes = report.changes
+        self._metrics_dirty = True
         await self.executor.run(self.store.queue.bump, "reconciles")
         if report.changed_ids:
             self.events.publish(RecordsChanged(frozenset(report.changed_ids)))
@@ -430,6 +443,7 @@ class SyncEngine:
         if changed and abs(skew) > self.config.clock_skew_warn_s:
             log.warning("device clock differs from the server's by %.0f s", skew)
         self.clock_skew_s = skew
+        self.metrics.clock_skew_s = skew
 
     def watch(self, entity_ids: Iterable[str]) -> None:
         """Records open in the UI or assigned here: revalidated first on reconcile."""

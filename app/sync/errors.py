@@ -54,6 +54,7 @@ __all__ = [
     "classify_status",
     "from_httpx",
     "parse_retry_after",
+    "retry_reason",
 ]
 
 Kind = Literal["success", "transient", "permanent", "auth", "conflict"]
@@ -140,6 +141,23 @@ def classify_status(status: int, error: str | None = None) -> Verdict:
     if 400 <= status < 500:
         return Verdict("permanent", f"refused by the server ({status})")
     return Verdict("transient", f"server error ({status})")
+
+
+def retry_reason(outcome: TransientError | int, error: str | None = None) -> str:
+    """A short, stable name for why a job is retried (the `retry_reason:*` counters)."""
+    if isinstance(outcome, TimeoutError_):
+        return "timeout"
+    if isinstance(outcome, MalformedReplyError):
+        return "malformed"
+    if isinstance(outcome, ServerBusyError):
+        return "server_busy"
+    if isinstance(outcome, TransientError):
+        return "network"
+    if outcome == 429:
+        return "rate_limited"
+    if outcome == 409 and error == "idempotency_key_in_use":
+        return "key_in_use"
+    return f"http_{outcome}"
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -18,12 +18,13 @@ from typing import Any
 from app.executor import StoreExecutor
 from app.store.cache import apply_server_record
 from app.store.db import connection
+from app.store.settings import read_setting, write_setting
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from app.sync.errors import AuthError, MalformedReplyError, ServerBusyError
 from app.sync.transport import Reply, ServerClient
 
-__all__ = ["ReconcileReport", "Reconciler", "SYNC_TOKEN_KEY"]
+__all__ = ["SYNC_TOKEN_KEY", "ReconcileReport", "Reconciler", "read_setting", "write_setting"]
 
 SYNC_TOKEN_KEY = "changes_token"
 
@@ -37,21 +38,6 @@ class ReconcileReport:
     revalidated: int = 0
     reviews_closed: int = 0
     duration_s: float = 0.0
-
-
-def read_setting(store: Store, key: str) -> str | None:
-    row = (
-        connection(store.db).execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
-    )
-    return None if row is None else str(row[0])
-
-
-def write_setting(store: Store, key: str, value: str) -> None:
-    connection(store.db).execute(
-        "INSERT INTO settings (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (key, value),
-    )
 
 
 def _check(reply: Reply, what: str) -> dict[str, Any]:

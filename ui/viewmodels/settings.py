@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from app.store.settings import read_setting, write_setting
 from app.store.store import Store
-from app.sync.reconcile import read_setting, write_setting
 from ui.qt import Property, QObject, Signal, Slot
 from ui.services import Services
 from ui.tasks import TaskOwner
