@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 
 from server import changes, routes_conflicts, routes_mutations
 from server.database import open_store
@@ -16,12 +16,15 @@ from server.http import Admin, CorrelationMiddleware, ServerContext, install_err
 from server.idempotency import prune_expired
 from server.logs import log_event
 from server.metrics import Metrics
+from server.openapi import error_responses
 from server.ratelimit import RateLimiter
 from server.settings import Settings
 
 __all__ = ["create_app"]
 
 logger = logging.getLogger(__name__)
+
+_PROMETHEUS_TEXT = "text/plain; version=0.0.4"
 
 
 def _prune_forever(context: ServerContext, stop: threading.Event) -> None:
@@ -78,8 +81,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
+    @app.get(
+        "/metrics",
+        tags=["operations"],
+        # A bare Response class keeps FastAPI from documenting a 200 body of its own, and lets
+        # the JSON error bodies be documented as JSON rather than as the text/plain of a 200.
+        response_class=Response,
+        responses={
+            200: {
+                "description": "Prometheus text exposition format",
+                "content": {_PROMETHEUS_TEXT: {"schema": {"type": "string"}}},
+            },
+            **error_responses(401, 403, 429, invalid=None),
+        },
+    )
     def metrics(admin: Admin) -> PlainTextResponse:
-        return PlainTextResponse(context.metrics.render(), media_type="text/plain; version=0.0.4")
+        return PlainTextResponse(context.metrics.render(), media_type=_PROMETHEUS_TEXT)
 
     return app

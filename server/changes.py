@@ -18,22 +18,32 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from server.http import ApiError, CurrentDevice, ServerContext
+from server.models import BIGINT_MAX
 from server.mutations import record_json
+from server.openapi import ChangesPage, RecordReply, error_responses
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["records"])
 
+_ETAG = {
+    "ETag": {"description": 'The record\'s version, quoted: `"3"`', "schema": {"type": "string"}}
+}
+
 
 def _parse_since(since: str | None) -> int:
     if since is None or since == "":
         return 0
-    if not since.isdigit() or len(since) > 19:
+    if not since.isdigit() or len(since) > 19 or int(since) > BIGINT_MAX:
         raise ApiError(422, {"error": "invalid_payload", "detail": "since: not a change token"})
     return int(since)
 
 
-@router.get("/changes")
+@router.get(
+    "/changes",
+    response_model=None,
+    responses={200: {"model": ChangesPage}, **error_responses(401, 429)},
+)
 def get_changes(
     request: Request,
     device: CurrentDevice,
@@ -53,7 +63,14 @@ def get_changes(
     return {"changes": [record_json(row) for row in rows], "next": next_token, "has_more": has_more}
 
 
-@router.get("/records/{entity_id}", responses={304: {"description": "ETag matched"}})
+@router.get(
+    "/records/{entity_id}",
+    responses={
+        200: {"model": RecordReply, "headers": _ETAG},
+        304: {"description": "ETag matched", "headers": _ETAG},
+        **error_responses(401, 404, 429),
+    },
+)
 def get_record(
     request: Request,
     device: CurrentDevice,

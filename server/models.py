@@ -8,6 +8,8 @@ from typing import Any, TypeVar, cast
 import peewee as pw
 
 __all__ = [
+    "BIGINT_MAX",
+    "INTEGER_MAX",
     "ChangeCounter",
     "Conflict",
     "ConflictAudit",
@@ -17,6 +19,13 @@ __all__ = [
     "WorkOrderRow",
     "bind_models",
 ]
+
+
+#: The largest values the integer columns hold on every backend. A bigger number sent by a client
+#: must be refused before it reaches a query: SQLite's driver raises OverflowError beyond
+#: BIGINT_MAX, and PostgreSQL refuses to store beyond INTEGER_MAX in an IntegerField (int4).
+BIGINT_MAX = 2**63 - 1  # SQLite INTEGER, PostgreSQL BIGINT: ids, sequence numbers
+INTEGER_MAX = 2**31 - 1  # PostgreSQL INTEGER: versions
 
 
 class _Base(pw.Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,7 +28,20 @@ from server.http import (
     reply_response,
 )
 from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
+from server.models import BIGINT_MAX, INTEGER_MAX
 from server.mutations import validation_detail
+from server.openapi import (
+    ConflictList,
+    ConflictNotOpen,
+    ConflictReply,
+    DecisionReply,
+    KeyInUse,
+    KeyProblem,
+    KeyReused,
+    UnreadableBody,
+    VersionConflict,
+    error_responses,
+)
 
 __all__ = ["router"]
 
@@ -39,9 +52,12 @@ class RaiseConflict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     entity_id: str
-    base_version: int | None = Field(default=None, ge=1)
+    base_version: int | None = Field(default=None, ge=1, le=INTEGER_MAX)
     mine: dict[str, Any]
     note: str | None = Field(default=None, max_length=2000)
+
+
+ConflictId = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
 
 
 class Resolution(BaseModel):
@@ -64,7 +80,23 @@ def _context(request: Request) -> ServerContext:
     return context
 
 
-@router.post("", status_code=201)
+@router.post(
+    "",
+    status_code=201,
+    response_model=None,
+    responses={
+        201: {"model": ConflictReply},
+        **error_responses(
+            401,
+            404,
+            413,
+            429,
+            bad_request=(KeyProblem, UnreadableBody),
+            conflict=(KeyInUse,),
+            invalid=(KeyReused,),
+        ),
+    },
+)
 def post_conflict(
     request: Request,
     device: CurrentDevice,
@@ -95,7 +127,11 @@ def post_conflict(
     return reply_response(reply)
 
 
-@router.get("")
+@router.get(
+    "",
+    response_model=None,
+    responses={200: {"model": ConflictList}, **error_responses(401, 429)},
+)
 def list_conflicts(
     request: Request,
     device: CurrentDevice,
@@ -114,8 +150,14 @@ def list_conflicts(
     return {"conflicts": [conflict_json(row) for row in query]}
 
 
-@router.get("/{conflict_id}")
-def get_conflict(request: Request, device: CurrentDevice, conflict_id: int) -> dict[str, Any]:
+@router.get(
+    "/{conflict_id}",
+    response_model=None,
+    responses={200: {"model": ConflictReply}, **error_responses(401, 404, 429)},
+)
+def get_conflict(
+    request: Request, device: CurrentDevice, conflict_id: ConflictId
+) -> dict[str, Any]:
     """One conflict with its audit trail (404 for another worker's)."""
     context = _context(request)
     row = load_visible(context.store, device, conflict_id)
@@ -124,9 +166,23 @@ def get_conflict(request: Request, device: CurrentDevice, conflict_id: int) -> d
     return {"conflict": conflict_json(row, audit_entries(context.store, row.id))}
 
 
-@router.post("/{conflict_id}/resolve")
+@router.post(
+    "/{conflict_id}/resolve",
+    responses={
+        200: {"model": DecisionReply},
+        **error_responses(
+            401,
+            403,
+            404,
+            413,
+            429,
+            bad_request=(UnreadableBody,),
+            conflict=(VersionConflict, ConflictNotOpen),
+        ),
+    },
+)
 def resolve_conflict(
-    request: Request, admin: Admin, conflict_id: int, body: Resolution
+    request: Request, admin: Admin, conflict_id: ConflictId, body: Resolution
 ) -> JSONResponse:
     """Apply the merged fields as a normal change; 409 if the record moved meanwhile."""
     context = _context(request)
@@ -135,8 +191,14 @@ def resolve_conflict(
     return reply_response(reply)
 
 
-@router.post("/{conflict_id}/dismiss")
-def dismiss_conflict(request: Request, admin: Admin, conflict_id: int) -> JSONResponse:
+@router.post(
+    "/{conflict_id}/dismiss",
+    responses={
+        200: {"model": DecisionReply},
+        **error_responses(401, 403, 404, 413, 429, conflict=(ConflictNotOpen,)),
+    },
+)
+def dismiss_conflict(request: Request, admin: Admin, conflict_id: ConflictId) -> JSONResponse:
     """Close the conflict; the server's version stands."""
     context = _context(request)
     return reply_response(decide(context.store, admin, conflict_id, None, None))

@@ -15,6 +15,16 @@ from server.http import ApiError, CurrentDevice, IdempotencyKeyHeader, ServerCon
 from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.metrics import Metrics
 from server.mutations import InvalidMutation, ValidMutation, apply_mutation, validate_mutation
+from server.openapi import (
+    BatchReply,
+    KeyInUse,
+    KeyProblem,
+    KeyReused,
+    RecordReply,
+    UnreadableBody,
+    VersionConflict,
+    error_responses,
+)
 
 __all__ = ["count_reply", "router"]
 
@@ -63,10 +73,17 @@ def _invalid(detail: Any) -> Reply:
 @router.post(
     "/mutations",
     responses={
-        200: {"description": "update/delete applied"},
-        201: {"description": "create applied"},
-        409: {"description": "version_conflict or idempotency_key_in_use"},
-        422: {"description": "invalid_payload or idempotency_key_reused"},
+        200: {"model": RecordReply, "description": "update/delete applied"},
+        201: {"model": RecordReply, "description": "create applied"},
+        **error_responses(
+            401,
+            404,
+            413,
+            429,
+            bad_request=(KeyProblem, UnreadableBody),
+            conflict=(VersionConflict, KeyInUse),
+            invalid=(KeyReused,),
+        ),
     },
 )
 def post_mutation(
@@ -92,7 +109,14 @@ def post_mutation(
     return reply_response(reply)
 
 
-@router.post("/mutations/batch")
+@router.post(
+    "/mutations/batch",
+    response_model=None,
+    responses={
+        200: {"model": BatchReply, "description": "One result per mutation, in order"},
+        **error_responses(401, 413, 429, bad_request=(UnreadableBody,)),
+    },
+)
 def post_batch(request: Request, device: CurrentDevice, batch: BatchRequest) -> dict[str, Any]:
     """Up to 500 mutations in one request; each item has the single endpoint's semantics."""
     context: ServerContext = request.app.state.server

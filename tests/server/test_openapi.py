@@ -1,0 +1,198 @@
+"""`/openapi.json` tells the truth: every answer, errors included, matches its documented schema,
+and numbers beyond what the database can hold are refused with 422 instead of crashing (500)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import jsonschema_rs
+import pytest
+
+from server.embedded import start_server
+from tests.support.api import ServerApi, create_body, new_id
+
+BEYOND_SQLITE = 2**63  # one more than SQLite's largest INTEGER
+
+
+class Spec:
+    """The server's published schema, checking answers against the operation they came from."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        self.document: dict[str, Any] = client.get("/openapi.json").json()
+        self.checked: set[tuple[str, str, int]] = set()
+
+    def check(self, template: str, response: httpx.Response) -> None:
+        method = response.request.method.lower()
+        documented = self.document["paths"][template][method]["responses"]
+        status = str(response.status_code)
+        assert status in documented, f"{method} {template}: {status} undocumented"
+        self.checked.add((method, template, response.status_code))
+        content = documented[status].get("content")
+        if response.status_code == 304:
+            assert content is None
+            assert not response.content
+            return
+        media_type = response.headers["content-type"].split(";")[0]
+        [(documented_type, body)] = content.items()
+        assert documented_type.split(";")[0] == media_type
+        if media_type != "application/json":
+            return
+        schema = {**body["schema"], "components": self.document["components"]}
+        validator = jsonschema_rs.validator_for(schema)
+        errors = [error.message for error in validator.iter_errors(response.json())]
+        assert not errors, f"{method} {template} {status}: {response.text}: {errors}"
+
+
+@pytest.fixture
+def spec(api: ServerApi) -> Spec:
+    return Spec(api.client)
+
+
+def raise_conflict(api: ServerApi, record: dict[str, Any], key: str | None = None) -> Any:
+    body = {"entity_id": record["id"], "base_version": record["version"],
+            "mine": {"status": "cancelled"}, "note": None}  # fmt: skip
+    return api.client.post("/v1/conflicts", json=body, headers={"Idempotency-Key": key or new_id()})
+
+
+@pytest.mark.parametrize("conflict_id", [0, -1, BEYOND_SQLITE, 2**64, 10**30])
+def test_conflict_ids_out_of_range_are_invalid_not_a_crash(
+    admin: ServerApi, conflict_id: int
+) -> None:
+    for response in (
+        admin.client.get(f"/v1/conflicts/{conflict_id}"),
+        admin.client.post(f"/v1/conflicts/{conflict_id}/dismiss"),
+        admin.client.post(
+            f"/v1/conflicts/{conflict_id}/resolve", json={"fields": {}, "base_version": 1}
+        ),
+    ):
+        assert response.status_code == 422, response.text
+        body = response.json()
+        assert body["error"] == "invalid_payload"
+        assert [issue["loc"] for issue in body["detail"]] == [["path", "conflict_id"]]
+
+
+def test_the_largest_conflict_id_is_merely_not_found(admin: ServerApi) -> None:
+    largest = BEYOND_SQLITE - 1
+    response = admin.client.get(f"/v1/conflicts/{largest}")
+    assert (response.status_code, response.json()) == (404, {"error": "not_found"})
+    assert admin.client.post(f"/v1/conflicts/{largest}/dismiss").status_code == 404
+
+
+def test_since_beyond_the_sequence_range_is_invalid_not_a_crash(api: ServerApi) -> None:
+    too_big = api.client.get("/v1/changes", params={"since": str(BEYOND_SQLITE)})
+    assert too_big.status_code == 422
+    assert too_big.json() == {"error": "invalid_payload", "detail": "since: not a change token"}
+    largest = api.client.get("/v1/changes", params={"since": str(BEYOND_SQLITE - 1)})
+    assert largest.status_code == 200
+    assert largest.json() == {"changes": [], "next": str(BEYOND_SQLITE - 1), "has_more": False}
+
+
+@pytest.mark.parametrize("base_version", [2**31, BEYOND_SQLITE])
+def test_conflict_base_version_beyond_a_version_column_is_invalid_not_a_crash(
+    api: ServerApi, base_version: int
+) -> None:
+    record = api.create()
+    response = raise_conflict(api, {**record, "version": base_version})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["body", "base_version"]
+    assert raise_conflict(api, {**record, "version": 2**31 - 1}).status_code == 201
+
+
+def test_mutation_answers_match_the_documented_schema(api: ServerApi, spec: Spec) -> None:
+    mutations = "/v1/mutations"
+    created = api.mutate(create_body(), key="create")
+    spec.check(mutations, created)
+    record = created.json()["record"]
+    spec.check(mutations, api.update(record["id"], 1, title="Seal replaced"))
+    spec.check(mutations, api.update(record["id"], 1, title="stale"))  # 409 version_conflict
+    spec.check(mutations, api.mutate(create_body(record["id"])))  # 409 for an existing id
+    spec.check(mutations, api.update(new_id(), 1, title="nowhere"))  # 404
+    spec.check(mutations, api.update(record["id"], 2, colour="red"))  # 422 with a list
+    spec.check(mutations, api.update(record["id"], 2))  # 422 with a sentence
+    spec.check(mutations, api.mutate(create_body(), key="create"))  # 422 key reused
+    spec.check(mutations, api.client.post(mutations, json=create_body()))  # 400 no key
+    spec.check(mutations, api.mutate(create_body(), key="k" * 256))  # 400 key too long
+    unreadable = api.client.post(
+        mutations,
+        content=b"\xff\xfe{",
+        headers={"Idempotency-Key": new_id(), "Content-Type": "application/json"},
+    )
+    assert unreadable.json() == {"error": "bad_request"}
+    spec.check(mutations, unreadable)
+    spec.check(mutations, api.mutate(create_body(notes="x" * 70_000)))  # 413
+    batch = api.batch([{**create_body(), "idempotency_key": new_id()}, {"idempotency_key": 7}])
+    spec.check("/v1/mutations/batch", batch)
+    assert [result["status"] for result in batch.json()["results"]] == [201, 400]
+    statuses = {status for method, template, status in spec.checked if template == mutations}
+    assert statuses == {200, 201, 400, 404, 409, 413, 422}
+
+
+def test_record_and_feed_answers_match_the_documented_schema(api: ServerApi, spec: Spec) -> None:
+    record = api.create()
+    path = "/v1/records/{entity_id}"
+    spec.check(path, api.client.get(f"/v1/records/{record['id']}"))
+    spec.check(
+        path, api.client.get(f"/v1/records/{record['id']}", headers={"If-None-Match": '"1"'})
+    )
+    spec.check(path, api.client.get(f"/v1/records/{new_id()}"))
+    spec.check("/v1/changes", api.client.get("/v1/changes"))
+    spec.check("/v1/changes", api.client.get("/v1/changes", params={"since": "abc"}))
+    spec.check("/v1/changes", api.client.get("/v1/changes", params={"limit": 0}))
+    anonymous = httpx.get(f"{api.base_url}/v1/changes")
+    spec.check("/v1/changes", anonymous)
+    assert anonymous.status_code == 401
+    spec.check("/metrics", api.client.get("/metrics"))  # 403 for a worker
+    assert {status for *_, status in spec.checked} == {200, 304, 401, 403, 404, 422}
+
+
+def test_review_queue_answers_match_the_documented_schema(
+    api: ServerApi, admin: ServerApi, spec: Spec
+) -> None:
+    record = api.create()
+    one, resolve, dismiss = (
+        "/v1/conflicts/{conflict_id}",
+        "/v1/conflicts/{conflict_id}/resolve",
+        "/v1/conflicts/{conflict_id}/dismiss",
+    )
+    raised = raise_conflict(api, record)
+    spec.check("/v1/conflicts", raised)
+    spec.check("/v1/conflicts", raise_conflict(api, {**record, "id": "not-a-uuid"}))  # 422
+    spec.check("/v1/conflicts", raise_conflict(api, {**record, "id": new_id()}))  # 404
+    spec.check("/v1/conflicts", api.client.get("/v1/conflicts", params={"status": "bogus"}))
+    conflict_id = raised.json()["conflict"]["id"]
+    spec.check("/v1/conflicts", admin.client.get("/v1/conflicts"))
+    spec.check(one, api.client.get(f"/v1/conflicts/{conflict_id}"))
+    spec.check(one, api.client.get(f"/v1/conflicts/{BEYOND_SQLITE}"))  # 422
+    merged = {"fields": {"status": "done"}, "base_version": 1}
+    spec.check(resolve, api.client.post(f"/v1/conflicts/{conflict_id}/resolve", json=merged))
+    api.update(record["id"], 1, title="moved meanwhile")
+    moved = admin.client.post(f"/v1/conflicts/{conflict_id}/resolve", json=merged)
+    assert moved.json()["error"] == "version_conflict"
+    spec.check(resolve, moved)
+    resolved = admin.client.post(
+        f"/v1/conflicts/{conflict_id}/resolve", json={**merged, "base_version": 2}
+    )
+    spec.check(resolve, resolved)
+    spec.check(one, admin.client.get(f"/v1/conflicts/{conflict_id}"))  # with its audit trail
+    not_open = admin.client.post(f"/v1/conflicts/{conflict_id}/dismiss")
+    assert not_open.json()["error"] == "conflict_not_open"
+    spec.check(dismiss, not_open)
+    other = raise_conflict(api, api.create()).json()["conflict"]["id"]
+    spec.check(dismiss, admin.client.post(f"/v1/conflicts/{other}/dismiss"))
+    spec.check(dismiss, admin.client.post("/v1/conflicts/999/dismiss"))  # 404
+    spec.check("/metrics", admin.client.get("/metrics"))
+    assert {status for *_, status in spec.checked} == {200, 201, 403, 404, 409, 422}
+
+
+def test_rate_limited_answers_match_the_documented_schema(sqlite_url: str) -> None:
+    with start_server(sqlite_url, rate_limit_burst=2, rate_limit_per_second=0.01) as limited:
+        api = ServerApi(limited.base_url, limited.add_device("runaway"))
+        try:
+            spec = Spec(api.client)
+            answers = [api.client.get("/v1/changes") for _ in range(3)]
+            assert [answer.status_code for answer in answers] == [200, 200, 429]
+            for answer in answers:
+                spec.check("/v1/changes", answer)
+        finally:
+            api.close()
