@@ -7,10 +7,18 @@ order with exactly the same rules. Pydantic models reject unknown fields.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 __all__ = [
     "EDITABLE_FIELDS",
@@ -35,9 +43,20 @@ Status = Literal["open", "in_progress", "done", "cancelled"]
 Priority = Literal["low", "normal", "high"]
 Op = Literal["create", "update", "delete"]
 
-Title = Annotated[str, Field(min_length=1, max_length=200)]
-ShortText = Annotated[str, Field(max_length=200)]
-Notes = Annotated[str, Field(max_length=10_000)]
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _printable(value: str) -> str:
+    """No control characters but tab and line breaks: PostgreSQL cannot store a NUL, and the
+    others only hide text from the person reading it."""
+    if _CONTROL.search(value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+Title = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
+ShortText = Annotated[str, Field(max_length=200), AfterValidator(_printable)]
+Notes = Annotated[str, Field(max_length=10_000), AfterValidator(_printable)]
 
 #: Fields a person (or device) may set; everything else on a record is owned by the server.
 EDITABLE_FIELDS: tuple[str, ...] = (
