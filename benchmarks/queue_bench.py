@@ -35,9 +35,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from queue_subjects import (  # noqa: E402 - a sibling script module
+    PAYLOAD,
+    PEER_NOTES,
+    WORKER,
+    Huey,
+    LiteQueue,
+    PersistQueue,
+    Subject,
+    make_subject,
+    schema_ddl,
+)
+
 from app.records import PAYLOAD_SCHEMA_VERSION
 from app.store.db import DB_FILENAME
-from app.store.queue import _CLAIM, _INSERT_ATTEMPT, JobQueue, Outcome
+from app.store.queue import JobQueue
 from app.store.store import TOPIC_WORK_ORDERS, Store
 
 SYSTEMS = ("fieldsync", "sqlite3", "persist_queue", "huey", "litequeue")
@@ -47,27 +59,6 @@ LATENCY_PENDING = 100
 LATENCY_WARMUP = 5
 MIN_ROUNDS = 5  # chunks per system a phase always takes, whatever the budget
 CHUNK = 10  # single ops timed together before the next system takes its turn
-WORKER = "bench-worker"
-PRAGMA_NAMES = ("journal_mode", "synchronous", "busy_timeout", "foreign_keys", "cache_size")
-SYNC_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
-FIELDS = {"title": "Replace pump seal", "site": "Depot 4, bay 2", "notes": "Leaks at 3 bar."}
-FULL_FIELDS = {
-    "title": FIELDS["title"],
-    "site": FIELDS["site"],
-    "status": "open",
-    "priority": "normal",
-    "notes": FIELDS["notes"],
-    "assignee": "",
-    "due_date": None,
-    "deleted": False,
-}
-PAYLOAD = {"op": "create", "fields": FULL_FIELDS}
-# The job row the store writes for a create, as a plain INSERT (a new entity is never chained).
-INSERT_JOB = (
-    "INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, "
-    "base_version, chained, priority, status, attempt_count, next_attempt_at, correlation_id, "
-    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, ?)"
-)
 
 
 @dataclass(frozen=True)
@@ -110,268 +101,6 @@ FULL = Plan(
 
 
 # -- the systems under test -------------------------------------------------------------------
-
-
-class Subject:
-    """One system in one fresh dir: enqueue, claim+ack, and (fieldsync, raw) batched drain."""
-
-    def enqueue(self) -> None:
-        raise NotImplementedError
-
-    def claim_ack(self) -> None:
-        raise NotImplementedError
-
-    def claim_ack_batch(self, size: int) -> int:
-        raise NotImplementedError
-
-    def fill(self, count: int) -> None:
-        """Untimed setup for the batch drain: ``count`` jobs written in one transaction."""
-        raise NotImplementedError
-
-    def pragmas(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-
-def read_pragmas(conn: sqlite3.Connection) -> dict[str, Any]:
-    found = {name: conn.execute(f"PRAGMA {name}").fetchone()[0] for name in PRAGMA_NAMES}
-    found["synchronous"] = SYNC_NAMES.get(found["synchronous"], found["synchronous"])
-    return found
-
-
-class Fieldsync(Subject):
-    def __init__(self, root: Path) -> None:
-        self.store = Store(root)
-        self.queue = self.store.queue
-
-    def enqueue(self) -> None:
-        self.store.record_edit("create", None, FIELDS)
-
-    def claim_ack(self) -> None:
-        (job,) = self.queue.claim(WORKER, 1)
-        self.queue.ack(job)
-
-    def fill(self, count: int) -> None:
-        with self.store.db.atomic():
-            for _ in range(count):
-                self.enqueue()
-
-    def claim_ack_batch(self, size: int) -> int:
-        jobs = self.queue.claim(WORKER, size)
-        outcome = Outcome()
-        return self.queue.ack_many([(job, outcome, None) for job in jobs])
-
-    def pragmas(self) -> dict[str, Any]:
-        return read_pragmas(self.store.db.connection())
-
-    def close(self) -> None:
-        self.store.close()
-
-
-def schema_ddl() -> list[str]:
-    """The real schema, read back from a database the store created (tables, then indexes)."""
-    with tempfile.TemporaryDirectory(prefix="fsbench-ddl-") as tmp, Store(Path(tmp)) as store:
-        rows = store.db.execute_sql(
-            "SELECT sql FROM sqlite_master WHERE tbl_name IN ('jobs', 'attempts', 'work_orders') "
-            "AND sql IS NOT NULL ORDER BY type = 'index', rowid"
-        ).fetchall()
-    return [row[0] for row in rows]
-
-
-class RawSqlite(Subject):
-    """The physical reference: the same schema, pragmas and SQL, no library in between."""
-
-    def __init__(self, root: Path, ddl: list[str]) -> None:
-        self.conn = sqlite3.connect(root / "raw.sqlite3", isolation_level=None)
-        for pragma in ("journal_mode=wal", "synchronous=FULL", "busy_timeout=5000"):
-            self.conn.execute(f"PRAGMA {pragma}")
-        self.conn.execute("PRAGMA foreign_keys=1")
-        for statement in ddl:
-            self.conn.execute(statement)
-        names = ("id", *FULL_FIELDS, "origin", "local_updated_at")
-        self.insert_cache = (
-            f"INSERT INTO work_orders ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
-        )
-        self.ack_sql = (
-            "UPDATE jobs SET status = 'done', locked_by = NULL, locked_until = NULL, "
-            "last_error = NULL, updated_at = ?, finished_at = ? "
-            "WHERE id = ? AND status IN ('leased', 'pending')"
-        )
-
-    def enqueue(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-        self._write_edit()
-        self.conn.execute("COMMIT")
-
-    def fill(self, count: int) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-        for _ in range(count):
-            self._write_edit()
-        self.conn.execute("COMMIT")
-
-    def _write_edit(self) -> None:
-        now = time.time()
-        entity_id = str(uuid.uuid4())
-        body = json.dumps(PAYLOAD, separators=(",", ":"))
-        conn = self.conn
-        conn.execute(self.insert_cache, (entity_id, *FULL_FIELDS.values(), "local", now))
-        conn.execute(
-            INSERT_JOB,
-            (
-                TOPIC_WORK_ORDERS,
-                body,
-                PAYLOAD_SCHEMA_VERSION,
-                str(uuid.uuid4()),
-                entity_id,
-                None,
-                0,
-                100,
-                now,
-                str(uuid.uuid4()),
-                now,
-                now,
-            ),
-        )
-
-    def _claim(self, limit: int) -> tuple[float, list[tuple[Any, ...]]]:
-        now = time.time()
-        # One statement, its own write transaction: as JobQueue.claim runs it.
-        rows = self.conn.execute(_CLAIM, (WORKER, now + 60.0, now, now, limit)).fetchall()
-        return now, rows
-
-    def _ack(self, claimed_at: float, rows: list[tuple[Any, ...]]) -> int:
-        now = time.time()
-        conn = self.conn
-        changed = 0
-        conn.execute("BEGIN IMMEDIATE")
-        for row in rows:
-            if conn.execute(self.ack_sql, (now, now, row[0])).rowcount:
-                changed += 1
-                duration = (now - claimed_at) * 1000.0
-                conn.execute(_INSERT_ATTEMPT, (row[0], claimed_at, duration, "done", None, None))
-        conn.execute("COMMIT")
-        return changed
-
-    def claim_ack(self) -> None:
-        claimed_at, rows = self._claim(1)
-        assert len(rows) == 1
-        self._ack(claimed_at, rows)
-
-    def claim_ack_batch(self, size: int) -> int:
-        return self._ack(*self._claim(size))
-
-    def pragmas(self) -> dict[str, Any]:
-        return read_pragmas(self.conn)
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-class PersistQueue(Subject):
-    """persist-queue's SQLiteAckQueue: get marks the row unacked (commit), ack marks it acked."""
-
-    def __init__(self, root: Path, *, equalize: bool = True) -> None:
-        import persistqueue
-
-        self.queue = persistqueue.SQLiteAckQueue(str(root / "pq"), multithreading=False)
-        self.conn: sqlite3.Connection = self.queue._putter
-        if equalize:
-            self.conn.execute("PRAGMA synchronous=FULL")
-
-    def enqueue(self) -> None:
-        self.queue.put(PAYLOAD)
-
-    def claim_ack(self) -> None:
-        item = self.queue.get(block=False)
-        self.queue.ack(item)
-
-    def pragmas(self) -> dict[str, Any]:
-        return read_pragmas(self.conn)
-
-    def close(self) -> None:
-        self.queue.close()
-
-
-class Huey(Subject):
-    """huey's SqliteHuey storage: dequeue deletes the row in the take's commit."""
-
-    def __init__(self, root: Path, *, equalize: bool = True) -> None:
-        from huey import SqliteHuey
-
-        self.huey = SqliteHuey(filename=str(root / "huey.db"), fsync=True if equalize else None)
-        self.storage = self.huey.storage
-        self.body = json.dumps(PAYLOAD).encode()
-
-    def enqueue(self) -> None:
-        self.storage.enqueue(self.body)
-
-    def claim_ack(self) -> None:
-        assert self.storage.dequeue() is not None
-
-    def pragmas(self) -> dict[str, Any]:
-        return read_pragmas(self.storage.conn)
-
-    def close(self) -> None:
-        self.storage.close()
-
-
-class LiteQueue(Subject):
-    """litequeue: pop locks the row (UPDATE ... RETURNING, commit), done marks it (commit)."""
-
-    def __init__(self, root: Path, *, equalize: bool = True) -> None:
-        from litequeue import LiteQueue as Queue
-
-        self.queue = Queue(str(root / "litequeue.db"))
-        if equalize:
-            self.queue.conn.execute("PRAGMA synchronous=FULL")
-        self.body = json.dumps(PAYLOAD)
-
-    def enqueue(self) -> None:
-        self.queue.put(self.body)
-
-    def claim_ack(self) -> None:
-        message = self.queue.pop()
-        self.queue.done(message.message_id)
-
-    def pragmas(self) -> dict[str, Any]:
-        return read_pragmas(self.queue.conn)
-
-    def close(self) -> None:
-        self.queue.close()
-
-
-PEER_NOTES = {
-    "persist_queue": {
-        "api": "persistqueue.SQLiteAckQueue put / get + ack",
-        "equalized_by": "PRAGMA synchronous=FULL on its connection",
-        "delete_on_take": False,
-    },
-    "huey": {
-        "api": "SqliteHuey(fsync=True).storage enqueue / dequeue",
-        "equalized_by": "fsync=True (synchronous=FULL)",
-        "delete_on_take": True,
-        "claim_ack": "take only: delete on take, at-most-once, one commit per take; "
-        "not comparable to claim+ack",
-    },
-    "litequeue": {
-        "api": "LiteQueue put / pop + done",
-        "equalized_by": "PRAGMA synchronous=FULL on its connection",
-        "delete_on_take": False,
-    },
-}
-
-
-# -- measurement ------------------------------------------------------------------------------
-
-
-def make_subject(name: str, root: Path, ddl: list[str]) -> Subject:
-    if name == "fieldsync":
-        return Fieldsync(root)
-    if name == "sqlite3":
-        return RawSqlite(root, ddl)
-    return {"persist_queue": PersistQueue, "huey": Huey, "litequeue": LiteQueue}[name](root)
 
 
 def interleaved(
