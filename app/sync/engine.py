@@ -45,7 +45,7 @@ from app.sync.delivery import (
 )
 from app.sync.errors import AuthError, SyncError, TransientError
 from app.sync.ratelimit import TokenBucket
-from app.sync.reconcile import Reconciler
+from app.sync.reconcile import Reconciler, ReconcileReport
 from app.sync.transport import BatchItem, Reply, ServerClient, TransportConfig
 
 __all__ = ["SyncConfig", "SyncEngine"]
@@ -65,6 +65,8 @@ class SyncConfig:
     reconnect_jitter_s: float = 3.0
     pull_page_size: int = 500
     pull_interval_s: float = 300.0
+    #: A record read (opened in the UI) older than this is refreshed in the background.
+    stale_after_s: float = 300.0
     sweep_interval_s: float = 30.0
     lock_retry_s: float = 30.0
     sync_on_metered: bool = True
@@ -122,6 +124,7 @@ class SyncEngine:
         self._idle = asyncio.Event()
         self._in_flight: list[Any] = []
         self._last_batch_unreachable = False
+        self._revalidate_ids: set[str] = set()
 
     # -- control (called from the loop's thread) ---------------------------------------------
 
@@ -129,6 +132,13 @@ class SyncEngine:
         """Something changed (a local edit, "Sync now"): look at the queue again."""
         if reconcile:
             self._reconcile_due = True
+        self._wake.set()
+
+    def revalidate(self, entity_id: str) -> None:
+        """A person opened this record: it was shown from the cache at once; if it is older
+        than ``stale_after_s``, ask the server for a newer version in the background."""
+        self._revalidate_ids.add(entity_id)
+        self.priority_ids.add(entity_id)
         self._wake.set()
 
     def set_os_hint(self, online: bool | None, metered: bool = False) -> None:
@@ -253,6 +263,9 @@ class SyncEngine:
                     self.config.pull_interval_s
                 ):
                     await self._reconcile()
+                    continue
+                if self._revalidate_ids:
+                    await self._revalidate_read()
                     continue
             except AuthError as exc:
                 self._pause_for_auth(str(exc))
@@ -387,6 +400,13 @@ class SyncEngine:
         if report.changed_ids:
             self.events.publish(RecordsChanged(frozenset(report.changed_ids)))
         self.events.publish(SyncProgress(report.changes, report.changes, "idle"))
+
+    async def _revalidate_read(self) -> None:
+        ids, self._revalidate_ids = self._revalidate_ids, set()
+        report = ReconcileReport()
+        await self.reconciler.revalidate(ids, report, stale_after_s=self.config.stale_after_s)
+        if report.changed_ids:
+            self.events.publish(RecordsChanged(frozenset(report.changed_ids)))
 
     async def _send_escalations(self) -> None:
         for item in await self.executor.run(self.conflicts.pending_escalations):

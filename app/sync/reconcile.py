@@ -119,11 +119,21 @@ class Reconciler:
             if not body.get("has_more"):
                 return
 
-    async def revalidate(self, entity_ids: Iterable[str], report: ReconcileReport) -> None:
-        """Stale-while-revalidate: ask for each record with its ETag; 304 only touches it."""
+    async def revalidate(
+        self,
+        entity_ids: Iterable[str],
+        report: ReconcileReport,
+        *,
+        stale_after_s: float = 0.0,
+    ) -> None:
+        """Stale-while-revalidate: ask for each record with its ETag; 304 only touches it.
+        Records synced less than ``stale_after_s`` ago are fresh enough and skipped."""
         for entity_id in entity_ids:
             row = await self.executor.run(self.store.cache.get, entity_id)
             if row is None or row["server_version"] is None:
+                continue
+            synced = row["last_synced_at"]
+            if synced is not None and self.store.clock() - synced < stale_after_s:
                 continue
             reply = await self.client.record(entity_id, row["etag"])
             if reply.status == 304:

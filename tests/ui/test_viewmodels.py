@@ -28,10 +28,14 @@ class FakeEngine:
 
     def __init__(self) -> None:
         self.wakes = 0
+        self.revalidated: list[str] = []
         self.config: Any = None
 
     def wake(self) -> None:
         self.wakes += 1
+
+    def revalidate(self, entity_id: str) -> None:
+        self.revalidated.append(entity_id)
 
     def set_os_hint(self, online: bool | None, metered: bool = False) -> None:
         pass
@@ -75,10 +79,13 @@ def test_editor_edit_revert_and_nothing_changed(
     run: Runner, services: Services, root: Any, store: Store, qtbot: Any
 ) -> None:
     (entity_id,) = add_orders(store, 1)
+    services.engine = engine = FakeEngine()
     editor = EditorViewModel(services, root)
     editor.load(entity_id)
     run(editor.wait_idle())
     assert (editor.badge, editor.unsynced) == ("synced", False)
+    # Shown from the cache at once, and handed to the engine to refresh if stale.
+    assert engine.revalidated == [entity_id]
     with qtbot.wait_signal(editor.message) as message:
         editor.save()
     assert message.args == ["Nothing changed."]

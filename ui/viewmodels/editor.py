@@ -119,6 +119,9 @@ class EditorViewModel(QObject):
             self.newRecord()
             return
         self._entity_id = entity_id
+        if self._services.engine is not None:
+            # Shown from the cache at once; refreshed in the background if it is stale.
+            self._services.engine.revalidate(entity_id)
         self._original = _as_form(record)
         self._form = dict(self._original)
         self._server_version = record["server_version"]
