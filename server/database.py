@@ -11,7 +11,7 @@ across any number of server processes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
@@ -24,6 +24,10 @@ from server.models import bind_models
 __all__ = ["ChangeSequence", "Store", "open_store"]
 
 _COUNTER = "changes"
+
+# SQLite builds before 3.32 refuse more than 999 parameters in one statement; multi-row
+# statements stay under that everywhere.
+_MAX_PARAMETERS = 999
 
 # WAL lets the changes feed and GETs read while one writer commits; NORMAL sync is durable
 # against process crashes, and the busy timeout turns lock waits into waits, not errors.
@@ -45,6 +49,10 @@ class ChangeSequence:
         self.last += 1
         return self.last
 
+    def rewind(self, last: int) -> None:
+        """Hand out the numbers after `last` again (their writes were rolled back)."""
+        self.last = last
+
 
 class Store:
     """A database connection factory plus the model classes bound to it."""
@@ -53,6 +61,25 @@ class Store:
         self.db = database
         self.tables = bind_models(database)
         self.is_postgres = isinstance(database, pw.PostgresqlDatabase)
+
+    def values_list(self, rows: int, width: int) -> str:
+        """`(?, ?), (?, ?)`: `rows` rows of `width` placeholders, in the driver's style."""
+        row = "(" + ", ".join([self.db.param] * width) + ")"
+        return ", ".join([row] * rows)
+
+    def values_table(self, columns: Sequence[str], rows: int) -> str:
+        """A parenthesized subquery of `rows` parameter rows with these column names.
+
+        For `UPDATE … FROM`: the statement must start with UPDATE, or Python's sqlite3 reports
+        no rowcount, and SQLite cannot name the columns of a bare `VALUES` in FROM.
+        """
+        names = ", ".join(f'"{name}"' for name in columns)
+        values = self.values_list(rows, len(columns))
+        return f"(WITH v({names}) AS (VALUES {values}) SELECT * FROM v)"
+
+    def rows_per_statement(self, width: int) -> int:
+        """How many rows of `width` parameters one multi-row statement may carry."""
+        return max(1, _MAX_PARAMETERS // width)
 
     def create_schema(self) -> None:
         """Create missing tables and the counter row (idempotent, safe from several processes)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,11 +21,13 @@ from server.idempotency import Reply
 from server.models import WorkOrderRow
 
 __all__ = [
+    "WIRE_FIELDS",
     "InvalidMutation",
     "ValidMutation",
     "apply_mutation",
     "conflict_reply",
     "now_iso",
+    "record_columns_json",
     "record_json",
     "validate_mutation",
 ]
@@ -104,22 +107,33 @@ def _validated(validator: Any, fields: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+#: The fields of a work order on the wire, in order (`seq` stays on the server).
+WIRE_FIELDS: tuple[str, ...] = (
+    "id",
+    "title",
+    "site",
+    "status",
+    "priority",
+    "notes",
+    "assignee",
+    "due_date",
+    "deleted",
+    "version",
+    "updated_at",
+    "updated_by",
+)
+
+
 def record_json(row: WorkOrderRow) -> dict[str, Any]:
     """The wire form of a work order."""
-    return {
-        "id": row.id,
-        "title": row.title,
-        "site": row.site,
-        "status": row.status,
-        "priority": row.priority,
-        "notes": row.notes,
-        "assignee": row.assignee,
-        "due_date": row.due_date,
-        "deleted": bool(row.deleted),
-        "version": row.version,
-        "updated_at": row.updated_at,
-        "updated_by": row.updated_by,
-    }
+    return record_columns_json({name: getattr(row, name) for name in WIRE_FIELDS})
+
+
+def record_columns_json(columns: Mapping[str, Any]) -> dict[str, Any]:
+    """The wire form of a work order held as column values."""
+    body = {name: columns[name] for name in WIRE_FIELDS}
+    body["deleted"] = bool(body["deleted"])
+    return body
 
 
 def conflict_reply(row: WorkOrderRow) -> Reply:

@@ -14,7 +14,13 @@ from server.cli import main
 from server.database import open_store
 from server.embedded import start_server
 from server.mutations import apply_mutation, validate_mutation
-from tests.server.test_concurrency import classify, fire_identical
+from tests.server.test_concurrency import (
+    batch_pool,
+    check_each_key_applied_once,
+    classify,
+    fire_identical,
+    fire_overlapping_batches,
+)
 from tests.support.api import ServerApi, create_body
 from tests.support.postgres import PostgresCluster
 from tests.support.serve import ServerProcess
@@ -179,3 +185,24 @@ def test_contract_basics_on_postgres(pg_url: str) -> None:
             assert response.status_code == 200
         finally:
             api.close()
+
+
+async def test_overlapping_batches_across_two_processes_apply_each_item_once(
+    pg_url: str,
+    two_servers: tuple[ServerProcess, ServerProcess],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    token = token_for(pg_url, "phone-1", capsys)
+    pool = batch_pool()
+    answers = await fire_overlapping_batches([p.base_url for p in two_servers], token, pool)
+    check_each_key_applied_once(pool, answers)
+    store = open_store(pg_url)
+    try:
+        assert store.tables.WorkOrder.select().count() == len(pool)
+        assert store.tables.IdempotencyKey.select().count() == len(pool)
+        table = store.tables.WorkOrder
+        assert [row.seq for row in table.select().order_by(table.seq)] == list(
+            range(1, len(pool) + 1)
+        )
+    finally:
+        store.close()

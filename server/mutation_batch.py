@@ -1,0 +1,164 @@
+"""Applying a batch's mutations at once: one read of the records, a few multi-row writes.
+
+Each mutation gets exactly the answer `apply_mutation` would give if the mutations ran one after
+another (a later item sees what earlier items did to the same record), but instead of a SELECT,
+an INSERT or UPDATE and two savepoints per item, built by peewee each time, the batch reads
+every record it touches in one query, works out the answers in memory and writes only the final
+state of each record: new ones in multi-row INSERTs, changed ones in multi-row UPDATEs.
+
+Runs inside `Store.write_transaction`, like `apply_mutation`: writers are serialized, so the
+records read here cannot change before the writes. The UPDATE is still a compare-and-set on the
+version that was read; if any statement fails or a row does not match, `BatchWriteMismatch` (or
+the database error) propagates, the caller rolls back to its savepoint and applies the items one
+by one, so a mismatch costs speed, never correctness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from app.records import EDITABLE_FIELDS
+from server.database import ChangeSequence, Store
+from server.idempotency import Reply
+from server.mutations import ValidMutation, now_iso, record_columns_json
+
+__all__ = ["RECORD_COLUMNS", "BatchWriteMismatch", "apply_mutation_batch"]
+
+#: The work-order columns, in the order the statements below use them.
+RECORD_COLUMNS: tuple[str, ...] = (
+    "id",
+    "title",
+    "site",
+    "status",
+    "priority",
+    "notes",
+    "assignee",
+    "due_date",
+    "deleted",
+    "version",
+    "updated_at",
+    "updated_by",
+    "seq",
+)
+
+_QUOTED = ", ".join(f'"{name}"' for name in RECORD_COLUMNS)
+
+
+class BatchWriteMismatch(Exception):
+    """A multi-row write touched fewer rows than planned; apply the items one by one instead."""
+
+
+def apply_mutation_batch(
+    store: Store, mutations: Sequence[ValidMutation], device_name: str, sequence: ChangeSequence
+) -> list[Reply]:
+    """Apply `mutations` in order inside a write transaction; one reply per mutation."""
+    loaded = _load(store, {mutation.entity_id for mutation in mutations})
+    read_version = {entity_id: row["version"] for entity_id, row in loaded.items()}
+    records: dict[str, dict[str, Any]] = dict(loaded)
+    written: dict[str, None] = {}  # entity ids in first-write order
+    replies: list[Reply] = []
+    for mutation in mutations:
+        current = records.get(mutation.entity_id)
+        if mutation.op == "create":
+            if current is not None:
+                replies.append(_conflict(current))
+                continue
+            record = {
+                **mutation.fields,
+                "id": mutation.entity_id,
+                "version": 1,
+                "updated_at": now_iso(),
+                "updated_by": device_name,
+                "seq": sequence.next(),
+            }
+            status = 201
+        elif current is None:
+            replies.append(Reply(404, {"error": "not_found"}))
+            continue
+        elif current["version"] != mutation.base_version:
+            replies.append(_conflict(current))
+            continue
+        else:
+            changes = {
+                name: value for name, value in mutation.fields.items() if name in EDITABLE_FIELDS
+            }
+            record = {
+                **current,
+                **changes,
+                "version": current["version"] + 1,
+                "updated_at": now_iso(),
+                "updated_by": device_name,
+                "seq": sequence.next(),
+            }
+            status = 200
+        records[mutation.entity_id] = record
+        written[mutation.entity_id] = None
+        replies.append(Reply(status, {"record": record_columns_json(record)}))
+    created = [records[entity_id] for entity_id in written if entity_id not in read_version]
+    updated = [
+        (records[entity_id], read_version[entity_id])
+        for entity_id in written
+        if entity_id in read_version
+    ]
+    _insert(store, created)
+    _update(store, updated)
+    return replies
+
+
+def _conflict(record: dict[str, Any]) -> Reply:
+    return Reply(409, {"error": "version_conflict", "current": record_columns_json(record)})
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _table(store: Store) -> str:
+    return f'"{store.tables.WorkOrder._meta.table_name}"'
+
+
+def _load(store: Store, entity_ids: set[str]) -> dict[str, dict[str, Any]]:
+    ordered = sorted(entity_ids)
+    found: dict[str, dict[str, Any]] = {}
+    for chunk in _chunks(ordered, store.rows_per_statement(1)):
+        marks = ", ".join([store.db.param] * len(chunk))
+        sql = f'SELECT {_QUOTED} FROM {_table(store)} WHERE "id" IN ({marks})'
+        for values in store.db.execute_sql(sql, list(chunk)).fetchall():
+            row = dict(zip(RECORD_COLUMNS, values, strict=True))
+            row["deleted"] = bool(row["deleted"])  # SQLite hands back 0/1
+            found[row["id"]] = row
+    return found
+
+
+def _insert(store: Store, records: Sequence[dict[str, Any]]) -> None:
+    width = len(RECORD_COLUMNS)
+    for chunk in _chunks(records, store.rows_per_statement(width)):
+        sql = (
+            f"INSERT INTO {_table(store)} ({_QUOTED}) VALUES {store.values_list(len(chunk), width)}"
+        )
+        params = [record[name] for record in chunk for name in RECORD_COLUMNS]
+        cursor = store.db.execute_sql(sql, params)
+        if cursor.rowcount != len(chunk):
+            raise BatchWriteMismatch(f"inserted {cursor.rowcount} of {len(chunk)} records")
+
+
+def _update(store: Store, records: Sequence[tuple[dict[str, Any], int]]) -> None:
+    """Write each record's final state where its version is still the one read."""
+    table = _table(store)
+    columns = ("read_version", *RECORD_COLUMNS)
+    assignments = ", ".join(f'"{name}" = v."{name}"' for name in RECORD_COLUMNS[1:])
+    for chunk in _chunks(records, store.rows_per_statement(len(columns))):
+        sql = (
+            f"UPDATE {table} SET {assignments} FROM {store.values_table(columns, len(chunk))} AS v "
+            f'WHERE {table}."id" = v."id" AND {table}."version" = v."read_version"'
+        )
+        params = [
+            value
+            for record, read_version in chunk
+            for value in (read_version, *(record[name] for name in RECORD_COLUMNS))
+        ]
+        cursor = store.db.execute_sql(sql, params)
+        if cursor.rowcount != len(chunk):
+            raise BatchWriteMismatch(f"updated {cursor.rowcount} of {len(chunk)} records")
