@@ -52,11 +52,15 @@ __all__ = ["SyncConfig", "SyncEngine"]
 
 log = logging.getLogger(__name__)
 
+QUEUE_EVENT_INTERVAL_S = 0.25
+
 
 @dataclass(frozen=True)
 class SyncConfig:
     server_url: str
     batch_size: int = 100
+    #: Batches in flight at once (2 overlaps the device's bookkeeping with the server's work).
+    delivery_pipeline: int = 2
     #: The worker's own limit on requests per second (on top of honouring 429s).
     request_rate: float = 20.0
     request_burst: float = 10.0
@@ -122,7 +126,9 @@ class SyncEngine:
         self._reconcile_due = True
         self._last_pull = 0.0
         self._idle = asyncio.Event()
-        self._in_flight: list[Any] = []
+        self._in_flight: list[list[Any]] = []
+        self._queue_published_at = 0.0
+        self._queue_dirty = False
         self._last_batch_unreachable = False
         self._revalidate_ids: set[str] = set()
 
@@ -252,7 +258,7 @@ class SyncEngine:
                 await self._probe()
                 continue
             try:
-                handled = await self._deliver_once()
+                handled = await self._deliver()
                 if handled:
                     if self._last_batch_unreachable:
                         # Do not burn an attempt of every queued job within milliseconds
@@ -285,6 +291,8 @@ class SyncEngine:
             if self._metrics_dirty:
                 self._metrics_dirty = False
                 await self.executor.run(self.metrics.save, self.store)
+            if self._queue_dirty:
+                await self._publish_queue(force=True)
             self._idle.set()
             await self._sleep(await self._until_next_due())
 
@@ -320,7 +328,7 @@ class SyncEngine:
         )
         if not jobs:
             return 0
-        self._in_flight = jobs
+        self._in_flight.append(jobs)
         for job in jobs:
             self.events.publish(JobStateChanged(job.id, job.entity_key, "leased"))
         mutations = await self.executor.run(build_mutations, self.store, jobs)
@@ -350,7 +358,7 @@ class SyncEngine:
         report = await self.executor.run(
             apply_replies, self.store, self.conflicts, results, duration_ms
         )
-        self._in_flight = []
+        self._in_flight.remove(jobs)
         network_failed = all(isinstance(r, TransientError) for r in replies)
         self._last_batch_unreachable = network_failed
         if network_failed:
@@ -374,13 +382,44 @@ class SyncEngine:
         await self._publish_queue()
         return len(jobs)
 
+    async def _deliver(self) -> int:
+        """Keep up to ``delivery_pipeline`` batches in flight: as one finishes, the next is
+        claimed and sent, so the server works while the device records outcomes. Claims never
+        hold two jobs of one work order, so per-record order is kept. Every batch started
+        here is awaited here (no fire-and-forget); the first error is raised after all end."""
+        pipeline = max(self.config.delivery_pipeline, 1)
+        if pipeline == 1:
+            return await self._deliver_once()
+        # One batch first: an idle queue costs one claim, not one per pipeline slot.
+        running = {asyncio.ensure_future(self._deliver_once())}
+        total = 0
+        error: BaseException | None = None
+        while running:
+            finished, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for batch in finished:
+                if batch.exception() is not None:
+                    error = error or batch.exception()
+                    continue
+                handled = batch.result()
+                total += handled
+                # A partial batch means the queue had no more ready jobs when it was claimed.
+                full = handled >= self.config.batch_size
+                keep_going = full and error is None and not self._stopping
+                if keep_going and not (self._last_batch_unreachable or self.auth_paused):
+                    while len(running) < pipeline:
+                        running.add(asyncio.ensure_future(self._deliver_once()))
+        if error is not None:
+            raise error
+        return total
+
     async def _rate_limit(self) -> None:
         while (delay := self.bucket.delay()) > 0:  # noqa: ASYNC110 - a timed wait, not a poll
             await asyncio.sleep(delay)
 
     async def _release_in_flight(self) -> None:
         if self._in_flight:
-            jobs, self._in_flight = self._in_flight, []
+            jobs = [job for batch in self._in_flight for job in batch]
+            self._in_flight = []
             await self.executor.run(self.store.queue.release, jobs)
 
     # -- reconcile, probe, state ------------------------------------------------------------
@@ -444,6 +483,8 @@ class SyncEngine:
         self._publish_connectivity(before)
 
     def _pause_for_auth(self, reason: str) -> None:
+        if self.auth_paused:
+            return  # another batch in flight met the same 401
         self.auth_paused = True
         self.last_error = reason
         self.events.publish(AuthRequired(self.config.server_url, reason))
@@ -453,7 +494,16 @@ class SyncEngine:
             state = self.connectivity.state
             self.events.publish(ConnectivityChanged(state, self.connectivity.reason))  # type: ignore[arg-type]
 
-    async def _publish_queue(self) -> None:
+    async def _publish_queue(self, *, force: bool = False) -> None:
+        """Queue depth for the status bar, at most every ``QUEUE_EVENT_INTERVAL_S`` while
+        draining (counting outstanding jobs per batch would make a drain quadratic); the loop
+        forces a last one when it goes idle."""
+        now = time.monotonic()
+        if not force and now - self._queue_published_at < QUEUE_EVENT_INTERVAL_S:
+            self._queue_dirty = True
+            return
+        self._queue_dirty = False
+        self._queue_published_at = now
         depth = await self.executor.run(outstanding_depth, self.store)
         oldest = depth.pop("oldest_pending_age_s")
         self.events.publish(QueueChanged(depth, oldest))
