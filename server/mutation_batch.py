@@ -21,26 +21,12 @@ from typing import Any
 from app.records import EDITABLE_FIELDS
 from server.database import ChangeSequence, Store
 from server.idempotency import Reply
-from server.mutations import ValidMutation, now_iso, record_columns_json
+from server.mutations import WIRE_FIELDS, ValidMutation, now_iso, record_columns_json
 
 __all__ = ["RECORD_COLUMNS", "BatchWriteMismatch", "apply_mutation_batch"]
 
 #: The work-order columns, in the order the statements below use them.
-RECORD_COLUMNS: tuple[str, ...] = (
-    "id",
-    "title",
-    "site",
-    "status",
-    "priority",
-    "notes",
-    "assignee",
-    "due_date",
-    "deleted",
-    "version",
-    "updated_at",
-    "updated_by",
-    "seq",
-)
+RECORD_COLUMNS: tuple[str, ...] = (*WIRE_FIELDS, "seq")
 
 _QUOTED = ", ".join(f'"{name}"' for name in RECORD_COLUMNS)
 

@@ -1,0 +1,92 @@
+"""A `fieldsync-server serve` process on a free loopback port, for the benchmarks.
+
+The server runs in its own process so the device under test and the server do not share a
+GIL; the benchmarks then measure what a phone and a host would each see.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from server.embedded import provision_device
+
+__all__ = ["ServerProcess", "free_port", "temp_dir"]
+
+
+def _server_command() -> list[str]:
+    script = Path(sys.executable).parent / "fieldsync-server"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "server.cli"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class ServerProcess:
+    """``fieldsync-server serve`` on a free loopback port, with a fresh SQLite database."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.db_url = f"sqlite:///{workdir / 'server.sqlite3'}"
+        self.log_path = workdir / "server.log"
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def add_device(self, name: str) -> str:
+        return provision_device(self.db_url, name)
+
+    def start(self, timeout: float = 30.0) -> ServerProcess:
+        command = [
+            *_server_command(), "serve", "--db", self.db_url, "--host", "127.0.0.1",
+            "--port", str(self.port), "--log-level", "warning", "--rate-limit-per-second", "0",
+        ]  # fmt: skip
+        with self.log_path.open("wb") as log:
+            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log_path.read_text()[-2000:]}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.base_url}/healthz", timeout=1.0).status_code == 200:
+                    return self
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("server did not answer /healthz")
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=5)
+        self._process = None
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def temp_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="fieldsync-syncbench-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
