@@ -20,9 +20,7 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,13 +32,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("QT_QUICK_BACKEND", "software")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import httpx  # noqa: E402
+from bench_server import ServerProcess
 
 from app.events import EventBus, QueueChanged  # noqa: E402
 from app.executor import StoreExecutor  # noqa: E402
 from app.store.store import Store  # noqa: E402
 from app.sync.engine import SyncConfig, SyncEngine  # noqa: E402
-from server.embedded import provision_device  # noqa: E402
 from ui.bridge import Bridge  # noqa: E402
 from ui.qt import QApplication, QElapsedTimer, QQmlApplicationEngine, QTimer, connect  # noqa: E402
 from ui.services import Services  # noqa: E402
@@ -52,38 +49,6 @@ TARGETS = {"stall_p99_ms": 16.0, "stall_max_ms": 100.0, "first_paint_s": 1.0, "r
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def server_process(workdir: Path) -> Any:
-    db_url = f"sqlite:///{workdir / 'server.sqlite3'}"
-    port = free_port()
-    script = Path(sys.executable).parent / "fieldsync-server"
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "server.cli"]
-    command += ["serve", "--db", db_url, "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--log-level", "warning", "--rate-limit-per-second", "0"]
-    with (workdir / "server.log").open("wb") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.05)
-        yield url, db_url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def rss_mb() -> tuple[float, float]:
@@ -147,8 +112,9 @@ class Window:
 
 async def bench_drain(n_edits: int, workdir: Path) -> dict[str, Any]:
     data = workdir / "device"
-    with server_process(workdir) as (url, db_url):
-        token = provision_device(db_url, "bench-ui")
+    with ServerProcess(workdir) as server:
+        url = server.base_url
+        token = server.add_device("bench-ui")
         store = Store(data)
         store.import_records(
             {"title": f"Replace pump seal {i:05d}", "site": "Depot 4"} for i in range(n_edits)
