@@ -322,11 +322,13 @@ class SyncEngine:
 
     # -- delivery ----------------------------------------------------------------------------
 
-    async def _deliver_once(self) -> int:
+    async def _deliver_once(self, on_sent: Callable[[bool], None] | None = None) -> int:
         jobs = await self.executor.run(
             self.store.queue.claim, self.worker_id, self.config.batch_size
         )
         if not jobs:
+            if on_sent is not None:
+                on_sent(False)
             return 0
         self._in_flight.append(jobs)
         for job in jobs:
@@ -354,13 +356,17 @@ class SyncEngine:
         except TransientError as exc:
             replies = [exc] * len(jobs)
         duration_ms = (time.monotonic() - started) * 1000.0
+        network_failed = all(isinstance(r, TransientError) for r in replies)
+        self._last_batch_unreachable = network_failed
+        if on_sent is not None:
+            refused = any(isinstance(r, Reply) and r.status == 401 for r in replies)
+            on_sent(len(jobs) >= self.config.batch_size and not (network_failed or refused))
+            await asyncio.sleep(0)  # let the next batch queue its claim before this record
         results = list(zip(jobs, mutations, replies, strict=True))
         report = await self.executor.run(
             apply_replies, self.store, self.conflicts, results, duration_ms
         )
         self._in_flight.remove(jobs)
-        network_failed = all(isinstance(r, TransientError) for r in replies)
-        self._last_batch_unreachable = network_failed
         if network_failed:
             self.last_error = report.transient_errors[0] if report.transient_errors else None
             self._network_failure(self.last_error or "network error")
@@ -383,31 +389,43 @@ class SyncEngine:
         return len(jobs)
 
     async def _deliver(self) -> int:
-        """Keep up to ``delivery_pipeline`` batches in flight: as one finishes, the next is
-        claimed and sent, so the server works while the device records outcomes. Claims never
-        hold two jobs of one work order, so per-record order is kept. Every batch started
-        here is awaited here (no fire-and-forget); the first error is raised after all end."""
+        """Keep up to ``delivery_pipeline`` batches on the wire: as soon as one batch's reply
+        arrives, the next batch is claimed and sent, and only then is the reply recorded, so
+        the server works while the device does its bookkeeping. Claims never hold two jobs of
+        one work order, so per-record order is kept. Every batch started here is awaited here
+        (no fire-and-forget); the first error is raised once all have ended."""
         pipeline = max(self.config.delivery_pipeline, 1)
         if pipeline == 1:
             return await self._deliver_once()
-        # One batch first: an idle queue costs one claim, not one per pipeline slot.
-        running = {asyncio.ensure_future(self._deliver_once())}
+        running: set[asyncio.Future[int]] = set()
+        on_the_wire = 0
+        failed = False
+
+        def launch() -> None:
+            nonlocal on_the_wire
+            on_the_wire += 1
+            running.add(asyncio.ensure_future(self._deliver_once(on_sent)))
+
+        def on_sent(full: bool) -> None:
+            # A partial (or empty) batch means no more jobs were ready when it was claimed.
+            nonlocal on_the_wire
+            on_the_wire -= 1
+            stop = failed or self._stopping or self.auth_paused or self._last_batch_unreachable
+            while full and not stop and on_the_wire < pipeline:
+                launch()
+
+        launch()  # one batch first: an idle queue costs one claim, not one per slot
         total = 0
         error: BaseException | None = None
         while running:
-            finished, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            finished, _ = await asyncio.wait(set(running), return_when=asyncio.FIRST_COMPLETED)
+            running.difference_update(finished)
             for batch in finished:
                 if batch.exception() is not None:
+                    failed = True
                     error = error or batch.exception()
-                    continue
-                handled = batch.result()
-                total += handled
-                # A partial batch means the queue had no more ready jobs when it was claimed.
-                full = handled >= self.config.batch_size
-                keep_going = full and error is None and not self._stopping
-                if keep_going and not (self._last_batch_unreachable or self.auth_paused):
-                    while len(running) < pipeline:
-                        running.add(asyncio.ensure_future(self._deliver_once()))
+                else:
+                    total += batch.result()
         if error is not None:
             raise error
         return total
