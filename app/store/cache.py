@@ -170,31 +170,42 @@ def apply_server_record(
     for name in ("site", "notes", "assignee"):
         values[name] = values[name] or ""
     overwrite = not has_outstanding(conn, entity_id)
-    sync_values = {
-        "server_version": version,
-        "etag": etag,
-        "server_snapshot": snapshot,
-        "server_updated_at": record.get("updated_at"),
-        "server_updated_by": record.get("updated_by"),
-        "last_synced_at": now,
-    }
-    exists = conn.execute("SELECT 1 FROM work_orders WHERE id = ?", (entity_id,)).fetchone()
-    if exists is None:
-        row = {
-            "id": entity_id,
-            **values,
-            **sync_values,
-            "origin": "server",
-            "local_updated_at": now,
-        }
-        conn.execute(
-            f"INSERT INTO work_orders ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
-            tuple(row.values()),
-        )
-        return True
-    update = {**sync_values, **(values if overwrite else {}), "origin": "server"}
     conn.execute(
-        f"UPDATE work_orders SET {', '.join(f'{k} = ?' for k in update)} WHERE id = ?",
-        (*update.values(), entity_id),
+        _UPSERT_SERVER_RECORD if overwrite else _UPSERT_SERVER_STATE,
+        (
+            entity_id,
+            *values.values(),
+            version,
+            etag,
+            snapshot,
+            record.get("updated_at"),
+            record.get("updated_by"),
+            now,
+            now,
+        ),
     )
     return overwrite
+
+
+# One prepared statement per case (SQLite caches them): insert the record if the device has
+# never seen it, else advance the server state, and the visible fields only when no local edit
+# is outstanding.
+_SERVER_COLUMNS = (
+    "server_version",
+    "etag",
+    "server_snapshot",
+    "server_updated_at",
+    "server_updated_by",
+    "last_synced_at",
+)
+_UPSERT_HEAD = (
+    f"INSERT INTO work_orders (id, {', '.join(EDITABLE_FIELDS)}, {', '.join(_SERVER_COLUMNS)}, "
+    f"local_updated_at, origin) "
+    f"VALUES ({', '.join('?' for _ in range(2 + len(EDITABLE_FIELDS) + len(_SERVER_COLUMNS)))}, "
+    "'server') ON CONFLICT (id) DO UPDATE SET origin = 'server', "
+    + ", ".join(f"{name} = excluded.{name}" for name in _SERVER_COLUMNS)
+)
+_UPSERT_SERVER_STATE = _UPSERT_HEAD
+_UPSERT_SERVER_RECORD = _UPSERT_HEAD + "".join(
+    f", {name} = excluded.{name}" for name in EDITABLE_FIELDS
+)

@@ -234,8 +234,12 @@ class JobQueue:
         """
         now = self.clock()
         changed = 0
+        results = list(results)
         with storage_errors(self.path), self.db.atomic():
             conn = connection(self.db)
+            chained = self._entities_with_chained_jobs(
+                conn, {job.entity_key for job, _, _ in results}
+            )
             for job, outcome, result_version in results:
                 cursor = conn.execute(
                     "UPDATE jobs SET status = 'done', locked_by = NULL, locked_until = NULL, "
@@ -247,9 +251,28 @@ class JobQueue:
                     continue
                 changed += 1
                 self._record_attempt(conn, job, "done", outcome, now)
-                if result_version is not None:
+                if result_version is not None and job.entity_key in chained:
                     self._rebase_next(conn, job, result_version)
         return changed
+
+    @staticmethod
+    def _entities_with_chained_jobs(conn: sqlite3.Connection, entity_keys: set[str]) -> set[str]:
+        """Which of these entities have a job waiting for a base version (one query per
+        batch, instead of a rebase attempt per acknowledged job)."""
+        found: set[str] = set()
+        keys = sorted(entity_keys)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found.update(
+                key
+                for (key,) in conn.execute(
+                    f"SELECT DISTINCT entity_key FROM jobs WHERE entity_key IN ({marks}) "
+                    "AND status IN ('pending', 'leased', 'conflict', 'dead') AND chained = 1",
+                    chunk,
+                )
+            )
+        return found
 
     def _rebase_next(self, conn: sqlite3.Connection, job: ClaimedJob, version: int) -> None:
         conn.execute(
