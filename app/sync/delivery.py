@@ -43,7 +43,7 @@ class DeliveryReport:
     entity_ids: set[str] = field(default_factory=set)
     latencies_s: list[float] = field(default_factory=list)
     #: Persistent counters to add in the batch's transaction (delivered/dead/retried per
-    #: topic, retry reasons): one statement per batch, not per job.
+    #: topic, retry reasons, duplicates, conflicts by kind): one statement per batch.
     tally: Counter[str] = field(default_factory=Counter)
 
 
@@ -210,7 +210,7 @@ def _record_successes(
         report.latencies_s.append(max(now - job.created_at, 0.0))
         if reply.replayed:
             report.replayed += 1
-            store.queue.bump("duplicates_detected")
+            report.tally["duplicates_detected"] += 1
 
 
 #: Stands for a base value nobody knows: it equals neither side, so both count as changed.
@@ -236,7 +236,7 @@ def _conflict(
         queue.ack(job, Outcome(None, 409, duration_ms), result_version=current["version"])
         apply_server_record(conn, current, now)
         report.done += 1
-        queue.bump("conflicts_already_applied")
+        report.tally["conflicts_already_applied"] += 1
         return
     base = store.cache.server_snapshot(job.entity_key) if op != "create" else None
     mine = fields if op != "delete" else {"deleted": True}
@@ -260,9 +260,9 @@ def _conflict(
             (job.id, job.claimed_at, duration_ms, "merged with the server's newer version"),
         )
         report.auto_merged += 1
-        queue.bump("conflicts_auto_merged")
+        report.tally["conflicts_auto_merged"] += 1
         return
     queue.conflict(job, Outcome("the work order changed on the server", 409, duration_ms))
     kind = conflicts.capture(job.id, job.entity_key, op, mine, base, current, merge)
-    queue.bump(f"conflicts_{kind}")
+    report.tally[f"conflicts_{kind}"] += 1
     report.conflicts.append((job.id, job.entity_key, kind))

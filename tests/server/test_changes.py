@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import threading
-import time
 
-from tests.support.api import ServerApi, create_body, new_id
+from tests.support.api import ServerApi, create_body, new_id, read_feed_while
 
 
 def test_empty_feed(api: ServerApi) -> None:
@@ -75,21 +74,7 @@ def test_paging_under_concurrent_writes_loses_and_repeats_nothing(
     threads = [threading.Thread(target=write, args=(w,)) for w in writers]
     for thread in threads:
         thread.start()
-    seen: dict[str, int] = {}
-    delivered: list[tuple[str, int]] = []
-    since = None
-    while True:
-        writing = any(t.is_alive() for t in threads)
-        page = api.changes(since, limit=5)
-        for record in page["changes"]:
-            delivered.append((record["id"], record["version"]))
-            assert record["version"] > seen.get(record["id"], 0)
-            seen[record["id"]] = record["version"]
-        since = page["next"]
-        if not writing and not page["has_more"]:
-            break
-        if not page["has_more"]:
-            time.sleep(0.02)  # poll like a device would, well inside the rate limit
+    delivered, seen = read_feed_while(api, threads, limit=5, pause_s=0.02)
     for thread in threads:
         thread.join()
     assert not errors

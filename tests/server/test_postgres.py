@@ -21,7 +21,7 @@ from tests.server.test_concurrency import (
     fire_identical,
     fire_overlapping_batches,
 )
-from tests.support.api import ServerApi, create_body
+from tests.support.api import ServerApi, create_body, read_feed_while
 from tests.support.postgres import PostgresCluster
 from tests.support.serve import ServerProcess
 
@@ -104,21 +104,7 @@ def check_paging(writers: list[ServerApi], reader: ServerApi) -> None:
     threads = [threading.Thread(target=write, args=(w, n)) for n, w in enumerate(writers)]
     for thread in threads:
         thread.start()
-    seen: dict[str, int] = {}
-    delivered: list[tuple[str, int]] = []
-    since = None
-    while True:
-        writing = any(thread.is_alive() for thread in threads)
-        page = reader.changes(since, limit=7)
-        for record in page["changes"]:
-            delivered.append((record["id"], record["version"]))
-            assert record["version"] > seen.get(record["id"], 0)
-            seen[record["id"]] = record["version"]
-        since = page["next"]
-        if not writing and not page["has_more"]:
-            break
-        if not page["has_more"]:
-            time.sleep(0.01)
+    delivered, seen = read_feed_while(reader, threads, limit=7, pause_s=0.01)
     for thread in threads:
         thread.join()
     assert not errors

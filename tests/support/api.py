@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from typing import Any
 
@@ -78,3 +80,28 @@ class ServerApi:
             since = page["next"]
             if not page["has_more"]:
                 return records
+
+
+def read_feed_while(
+    api: ServerApi, writers: list[threading.Thread], *, limit: int, pause_s: float
+) -> tuple[list[tuple[str, int]], dict[str, int]]:
+    """Page through the changes feed until the writers have finished and it is drained.
+
+    Returns every (id, version) delivered, in order, and the last version seen per id. Each
+    page must only move records forward: a repeated or older version fails at once.
+    """
+    seen: dict[str, int] = {}
+    delivered: list[tuple[str, int]] = []
+    since = None
+    while True:
+        writing = any(thread.is_alive() for thread in writers)
+        page = api.changes(since, limit=limit)
+        for record in page["changes"]:
+            delivered.append((record["id"], record["version"]))
+            assert record["version"] > seen.get(record["id"], 0)
+            seen[record["id"]] = record["version"]
+        since = page["next"]
+        if not writing and not page["has_more"]:
+            return delivered, seen
+        if not page["has_more"]:
+            time.sleep(pause_s)  # poll like a device would, well inside the rate limit
