@@ -265,6 +265,9 @@ class SyncEngine:
                         # while the link is down: pause as the probe would.
                         await self._sleep(self.connectivity.next_probe_delay())
                     continue
+                if self._queue_dirty:
+                    # The flush just ended: show "all sent" now, not after the pull.
+                    await self._publish_queue(force=True)
                 if self._reconcile_due or time.monotonic() - self._last_pull > (
                     self.config.pull_interval_s
                 ):

@@ -83,7 +83,7 @@ def make_engine(
     )
 
 
-def _close_engine_thread(engine: SyncEngine) -> None:
+def close_engine_thread(engine: SyncEngine) -> None:
     # The store thread has its own SQLite connection; close it with the executor.
     engine.executor.submit(engine.store.db.close)
     engine.executor.shutdown()
@@ -104,7 +104,7 @@ async def sync_until_idle(
     try:
         idle = await engine.run_until_idle(limit_s)
     finally:
-        _close_engine_thread(engine)
+        close_engine_thread(engine)
     assert idle is expect_idle, f"run_until_idle returned {idle}; last error {engine.last_error}"
     return engine
 
@@ -136,7 +136,7 @@ async def run_engine_until(
         except asyncio.CancelledError:
             pass
         finally:
-            _close_engine_thread(engine)
+            close_engine_thread(engine)
 
 
 def job_rows(store: Store) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.events import QueueChanged, SyncProgress
 from app.executor import StoreExecutor
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
@@ -14,7 +15,13 @@ from app.sync.reconcile import SYNC_TOKEN_KEY, Reconciler, read_setting
 from app.sync.transport import ServerClient
 from server.embedded import EmbeddedServer
 from tests.support.api import ServerApi
-from tests.sync.sync_support import FaultTransport, job_rows, sync_until_idle
+from tests.sync.sync_support import (
+    FaultTransport,
+    close_engine_thread,
+    job_rows,
+    make_engine,
+    sync_until_idle,
+)
 
 
 def server_record(api: ServerApi, entity_id: str) -> dict[str, Any]:
@@ -418,3 +425,31 @@ async def test_revalidate_fetches_changed_records_and_touches_unchanged(
     assert [r.headers.get("If-None-Match") for r in transport.requests] == ['"1"', '"1"']
     cached = store.cache.get(entity)
     assert (cached["site"], cached["server_version"]) == ("Depot", 2)
+
+
+async def test_all_sent_is_shown_when_the_flush_ends_not_after_the_pull(
+    store: Store, server: EmbeddedServer, token_a: str
+) -> None:
+    """The status bar's "all sent" (a QueueChanged with nothing outstanding) comes when the
+    last batch is recorded, before the pull that follows the flush, even though queue events
+    are throttled while batches drain."""
+    store.import_records({"title": f"WO {n}"} for n in range(500))
+    timeline: list[str] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, QueueChanged):
+            outstanding = event.depth["pending"] + event.depth["leased"]
+            timeline.append("all sent" if outstanding == 0 else "sending")
+        elif isinstance(event, SyncProgress) and event.phase == "pull":
+            timeline.append("pull")
+
+    engine = make_engine(store, server.base_url, token_a, batch_size=50)
+    engine.events.subscribe(on_event)
+    try:
+        assert await engine.run_until_idle(30.0)
+    finally:
+        close_engine_thread(engine)
+    assert "pull" in timeline
+    assert "all sent" in timeline
+    assert timeline.index("all sent") < timeline.index("pull"), timeline
+    assert timeline.count("sending") < 10  # still throttled: not one event per batch
