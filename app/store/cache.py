@@ -7,11 +7,13 @@ server's record as last seen, the base of three-way merges. Pending counts come 
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+import orjson
 import peewee as pw
 
 from app.records import EDITABLE_FIELDS
@@ -126,12 +128,8 @@ class WorkOrderCache:
     # -- local writes (inside the caller's transaction) ---------------------------------------
 
     def insert_local(self, entity_id: str, fields: dict[str, Any], now: float) -> None:
-        names = ("id", *fields.keys(), "origin", "local_updated_at")
-        values = (entity_id, *fields.values(), "local", now)
         connection(self.db).execute(
-            f"INSERT INTO work_orders ({', '.join(names)}) "
-            f"VALUES ({', '.join('?' for _ in names)})",
-            values,
+            _insert_local_sql(tuple(fields)), (entity_id, *fields.values(), "local", now)
         )
 
     def apply_local(self, entity_id: str, fields: dict[str, Any], now: float) -> None:
@@ -140,6 +138,15 @@ class WorkOrderCache:
             f"UPDATE work_orders SET {assignments}, local_updated_at = ? WHERE id = ?",
             (*fields.values(), now, entity_id),
         )
+
+
+@functools.cache
+def _insert_local_sql(names: tuple[str, ...]) -> str:
+    """The INSERT for a new local record with these fields (one per field set, kept)."""
+    columns = ("id", *names, "origin", "local_updated_at")
+    return (
+        f"INSERT INTO work_orders ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+    )
 
 
 def has_outstanding(conn: sqlite3.Connection, entity_id: str) -> bool:
@@ -162,7 +169,7 @@ def apply_server_record(
     Returns True when the visible fields changed to the server's.
     """
     entity_id = str(record["id"])
-    snapshot = json.dumps(record, sort_keys=True)
+    snapshot = orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
     version = int(record["version"])
     etag = etag or f'"{version}"'
     values = {name: record.get(name) for name in EDITABLE_FIELDS}

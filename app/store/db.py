@@ -14,6 +14,7 @@ Pragmas, and why:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -21,11 +22,12 @@ from pathlib import Path
 import peewee as pw
 import platformdirs
 
-from app.store.errors import CorruptDatabaseError, SchemaTooNewError, storage_errors
+from app.store.errors import CorruptDatabaseError, SchemaTooNewError, storage_errors, translate
 from app.store.migrations import LATEST_VERSION, migrate
 
 __all__ = [
     "DB_FILENAME",
+    "WriteTransaction",
     "connection",
     "default_data_dir",
     "open_database",
@@ -49,6 +51,63 @@ def connection(db: pw.SqliteDatabase) -> sqlite3.Connection:
     """The thread's sqlite3 connection, for prepared SQL on the hot paths."""
     conn: sqlite3.Connection = db.connection()
     return conn
+
+
+class WriteTransaction:
+    """A write transaction on the thread's connection: ``BEGIN IMMEDIATE`` … ``COMMIT``, or a
+    savepoint when one is already open; known SQLite conditions leave it as StoreErrors
+    (``storage_errors``). Yields the sqlite3 connection for prepared SQL.
+
+    Each edit and each acknowledgement is one of these, so the hot paths pay one statement each
+    way instead of peewee's transaction objects (about 6 µs a transaction). It is registered on
+    peewee's transaction stack, so a ``db.atomic()`` inside it nests as a savepoint.
+    """
+
+    __slots__ = ("_conn", "_db", "_path", "_savepoint")
+    _counter = 0
+
+    def __init__(self, db: pw.SqliteDatabase, path: Path) -> None:
+        self._db = db
+        self._path = path
+        self._savepoint: str | None = None
+
+    def __enter__(self) -> sqlite3.Connection:
+        with storage_errors(self._path):
+            conn = self._conn = connection(self._db)
+            if conn.in_transaction:
+                WriteTransaction._counter += 1
+                self._savepoint = f"fs_write_{WriteTransaction._counter}"
+                conn.execute(f"SAVEPOINT {self._savepoint}")
+            else:
+                conn.execute("BEGIN IMMEDIATE")
+        self._db.push_transaction(self)
+        return conn
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, _: object
+    ) -> None:
+        self._db.pop_transaction()
+        conn, savepoint = self._conn, self._savepoint
+        try:
+            if kind is None:
+                conn.execute("COMMIT" if savepoint is None else f"RELEASE {savepoint}")
+                return
+        except Exception as failed:  # a commit that fails (disk full) leaves nothing behind
+            exc = failed
+        # SQLite may have rolled the whole transaction back already (disk full): then there
+        # is nothing left to undo, and the error that did it is the one to report.
+        with contextlib.suppress(sqlite3.Error):
+            if conn.in_transaction and savepoint is not None:
+                conn.execute(f"ROLLBACK TO {savepoint}")
+                conn.execute(f"RELEASE {savepoint}")
+            elif conn.in_transaction:
+                conn.execute("ROLLBACK")
+        if isinstance(exc, Exception):
+            translated = translate(exc, self._path)
+            if translated is not None and translated is not exc:
+                raise translated from exc
+            if kind is None:
+                raise exc
 
 
 def _check_header(path: Path) -> None:

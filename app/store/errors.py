@@ -20,7 +20,6 @@ from __future__ import annotations
 import errno
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import peewee as pw
@@ -150,13 +149,25 @@ def translate(exc: BaseException, path: Path) -> StoreError | None:
     return None
 
 
-@contextmanager
-def storage_errors(path: Path) -> Iterator[None]:
-    """Re-raise known SQLite conditions as StoreErrors; anything else unchanged."""
-    try:
-        yield
-    except Exception as exc:
-        translated = translate(exc, path)
-        if translated is None or translated is exc:
-            raise
-        raise translated from exc
+class storage_errors:  # noqa: N801 - used as a function: `with storage_errors(path):`
+    """Re-raise known SQLite conditions as StoreErrors; anything else unchanged.
+
+    A class rather than a generator context manager: it wraps every statement of the hot
+    paths, where contextlib's machinery would cost more than the statement's Python side.
+    """
+
+    __slots__ = ("_path",)
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, _: object
+    ) -> None:
+        if isinstance(exc, Exception):
+            translated = translate(exc, self._path)
+            if translated is not None and translated is not exc:
+                raise translated from exc

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import peewee as pw
 
 from app.records import PAYLOAD_SCHEMA_VERSION
 from app.store.backoff import BackoffPolicy, backoff_delay
-from app.store.db import connection
+from app.store.db import WriteTransaction, connection
 from app.store.errors import StoreError, storage_errors
 
 __all__ = ["ClaimedJob", "JobQueue", "Outcome", "QueueConfig"]
@@ -93,6 +94,15 @@ FROM (SELECT EXISTS (
             AND status IN ('pending', 'leased', 'conflict', 'dead')) AS chained) AS prior
 """
 
+# A job for a work order created just now (its id was generated in the same transaction) has
+# no earlier job to wait for: no lookup of outstanding jobs.
+_INSERT_FIRST_JOB = """
+INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, base_version,
+                  chained, priority, status, attempt_count, next_attempt_at, correlation_id,
+                  created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 'pending', 0, ?8, ?9, ?8, ?8)
+"""
+
 _CLAIM = f"""
 UPDATE jobs SET status = 'leased', locked_by = ?, locked_until = ?,
        attempt_count = attempt_count + 1, updated_at = ?
@@ -112,6 +122,17 @@ _INSERT_ATTEMPT = (
     "INSERT INTO attempts (job_id, started_at, duration_ms, outcome, http_status, error) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
+
+
+# Done from leased or pending (a lease that expired while the reply was on its way); the ids
+# come as one JSON array.
+_ACK_MANY = (
+    "UPDATE jobs SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, "
+    "updated_at = ?, finished_at = ? WHERE id IN (SELECT value FROM json_each(?)) "
+    "AND status IN ('leased', 'pending') RETURNING id"
+)
+
+_NORMAL = 1  # PRAGMA synchronous levels: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA
 
 
 def new_idempotency_key() -> str:
@@ -135,6 +156,8 @@ class JobQueue:
         self.config = config or QueueConfig()
         self.clock = clock
         self.rng = rng or random.Random()
+        #: The durability the store was opened with, restored after each claim.
+        self._synchronous = int(connection(db).execute("PRAGMA synchronous").fetchone()[0])
 
     # -- enqueue -----------------------------------------------------------------------------
 
@@ -147,18 +170,20 @@ class JobQueue:
         priority: int = PRIORITY_USER,
         base_version: int | None = None,
         correlation_id: str | None = None,
+        new_entity: bool = False,
     ) -> int:
-        """Add a job; inside an outer ``db.atomic()`` it commits with the caller's change.
+        """Add a job; inside an outer ``WriteTransaction`` it commits with the caller's change.
 
         The idempotency key is generated here, once, and never changes across retries.
         A job enqueued behind outstanding jobs for the same entity is *chained*: its base
-        version is filled in by the acknowledgement of the job before it.
+        version is filled in by the acknowledgement of the job before it. ``new_entity``
+        says the entity was created in this transaction with a fresh id, so it has no jobs.
         """
         now = self.clock()
-        body = json.dumps(payload, separators=(",", ":"))
+        body = orjson.dumps(payload).decode()
         with storage_errors(self.path):
             cursor = connection(self.db).execute(
-                _INSERT_JOB,
+                _INSERT_FIRST_JOB if new_entity else _INSERT_JOB,
                 (
                     topic,
                     body,
@@ -183,18 +208,30 @@ class JobQueue:
         Two processes on one database never hold the same job: the UPDATE is a single
         statement, so it is its own write transaction (it takes the write lock before it reads,
         like ``BEGIN IMMEDIATE``) and only takes rows that are still ``pending``.
+
+        The claim commits without an fsync (``synchronous=NORMAL`` for this one statement):
+        a lease is not data. A power cut can forget it, which is the same as its expiry: the
+        job is pending again and is sent again under its key. The outcome that follows is
+        fsynced, and with it this claim. Edits and outcomes keep the store's durability; a
+        process crash (SIGKILL) loses nothing either way, WAL pages being in the OS already.
         """
         now = self.clock()
         until = now + self.config.lease_seconds
         with storage_errors(self.path):
-            rows = (
-                connection(self.db).execute(_CLAIM, (worker_id, until, now, now, limit)).fetchall()
-            )
+            conn = connection(self.db)
+            relax = not conn.in_transaction and self._synchronous > _NORMAL
+            if relax:
+                conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                rows = conn.execute(_CLAIM, (worker_id, until, now, now, limit)).fetchall()
+            finally:
+                if relax:
+                    conn.execute(f"PRAGMA synchronous={self._synchronous}")
         jobs = [
             ClaimedJob(
                 id=row[0],
                 topic=row[1],
-                payload=json.loads(row[2]),
+                payload=orjson.loads(row[2]),
                 payload_version=row[3],
                 idempotency_key=row[4],
                 entity_key=row[5],
@@ -230,30 +267,41 @@ class JobQueue:
 
         Done is accepted from ``leased`` or ``pending`` (a lease that expired while the
         response was on its way): the server's idempotency key made the effect single either
-        way. ``result_version`` rebases the next chained job of the same entity.
+        way. ``result_version`` rebases the next chained job of the same entity. One UPDATE
+        per 500 jobs and one batch of attempt rows, not a statement pair per job.
         """
         now = self.clock()
-        changed = 0
         results = list(results)
-        with storage_errors(self.path), self.db.atomic():
-            conn = connection(self.db)
-            chained = self._entities_with_chained_jobs(
-                conn, {job.entity_key for job, _, _ in results}
+        if not results:
+            return 0
+        with WriteTransaction(self.db, self.path) as conn:
+            done: set[int] = set()
+            for start in range(0, len(results), 500):
+                ids = [job.id for job, _, _ in results[start : start + 500]]
+                done.update(row[0] for row in conn.execute(_ACK_MANY, (now, now, json.dumps(ids))))
+            if not done:
+                return 0
+            conn.executemany(
+                _INSERT_ATTEMPT,
+                [
+                    self._attempt_row(job, "done", outcome, now)
+                    for job, outcome, _ in results
+                    if job.id in done
+                ],
             )
-            for job, outcome, result_version in results:
-                cursor = conn.execute(
-                    "UPDATE jobs SET status = 'done', locked_by = NULL, locked_until = NULL, "
-                    "last_error = NULL, updated_at = ?, finished_at = ? "
-                    "WHERE id = ? AND status IN ('leased', 'pending')",
-                    (now, now, job.id),
+            rebases = [
+                (job, version)
+                for job, _, version in results
+                if version is not None and job.id in done
+            ]
+            if rebases:
+                chained = self._entities_with_chained_jobs(
+                    conn, {job.entity_key for job, _ in rebases}
                 )
-                if cursor.rowcount == 0:
-                    continue
-                changed += 1
-                self._record_attempt(conn, job, "done", outcome, now)
-                if result_version is not None and job.entity_key in chained:
-                    self._rebase_next(conn, job, result_version)
-        return changed
+                for job, version in rebases:
+                    if job.entity_key in chained:
+                        self._rebase_next(conn, job, version)
+        return len(done)
 
     @staticmethod
     def _entities_with_chained_jobs(conn: sqlite3.Connection, entity_keys: set[str]) -> set[str]:
@@ -299,8 +347,7 @@ class JobQueue:
         delay = backoff_delay(
             job.attempt_count, self.config.backoff, self.rng, retry_after=retry_after
         )
-        with storage_errors(self.path), self.db.atomic():
-            conn = connection(self.db)
+        with WriteTransaction(self.db, self.path) as conn:
             cursor = conn.execute(
                 "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
                 "next_attempt_at = ?, last_error = ?, updated_at = ? "
@@ -321,8 +368,7 @@ class JobQueue:
         return self._finish(job, "conflict", outcome, self.clock())
 
     def _finish(self, job: ClaimedJob, status: str, outcome: Outcome, now: float) -> str:
-        with storage_errors(self.path), self.db.atomic():
-            conn = connection(self.db)
+        with WriteTransaction(self.db, self.path) as conn:
             cursor = conn.execute(
                 "UPDATE jobs SET status = ?, locked_by = NULL, locked_until = NULL, "
                 "last_error = ?, updated_at = ?, finished_at = ? "
@@ -338,8 +384,7 @@ class JobQueue:
         """Give leases back unsent (graceful stop); the claim does not count as an attempt."""
         now = self.clock()
         released = 0
-        with storage_errors(self.path), self.db.atomic():
-            conn = connection(self.db)
+        with WriteTransaction(self.db, self.path) as conn:
             for job in jobs:
                 cursor = conn.execute(
                     "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
@@ -354,21 +399,23 @@ class JobQueue:
     def _record_attempt(
         self, conn: sqlite3.Connection, job: ClaimedJob, result: str, outcome: Outcome, now: float
     ) -> None:
+        conn.execute(_INSERT_ATTEMPT, self._attempt_row(job, result, outcome, now))
+
+    @staticmethod
+    def _attempt_row(
+        job: ClaimedJob, result: str, outcome: Outcome, now: float
+    ) -> tuple[int, float, float, str, int | None, str | None]:
         duration = outcome.duration_ms
         if duration is None:
             duration = max(now - job.claimed_at, 0.0) * 1000.0
-        conn.execute(
-            _INSERT_ATTEMPT,
-            (job.id, job.claimed_at, duration, result, outcome.http_status, outcome.error),
-        )
+        return (job.id, job.claimed_at, duration, result, outcome.http_status, outcome.error)
 
     # -- maintenance -------------------------------------------------------------------------
 
     def reclaim_expired(self) -> int:
         """Return jobs whose lease ran out to pending; count them as lease timeouts."""
         now = self.clock()
-        with storage_errors(self.path), self.db.atomic():
-            conn = connection(self.db)
+        with WriteTransaction(self.db, self.path) as conn:
             rows = conn.execute(
                 # A leased job was due when claimed: it is due now, even if the clock went
                 # back since (clamp_times only sees pending jobs).
@@ -392,10 +439,8 @@ class JobQueue:
         """Call holding the worker lock, before `reclaim_expired`. Only the lock holder claims,
         so every lease found then belongs to a worker that died (SIGKILL, power loss): expire
         it at once instead of making its edits wait out the lease after every crash."""
-        with storage_errors(self.path), self.db.atomic():
-            cursor = connection(self.db).execute(
-                "UPDATE jobs SET locked_until = 0 WHERE status = 'leased'"
-            )
+        with WriteTransaction(self.db, self.path) as conn:
+            cursor = conn.execute("UPDATE jobs SET locked_until = 0 WHERE status = 'leased'")
         return int(cursor.rowcount)
 
     def clamp_times(self) -> int:
@@ -405,8 +450,7 @@ class JobQueue:
         now = self.clock()
         cap = self.config.backoff.cap
         changed = 0
-        with storage_errors(self.path), self.db.atomic():
-            conn = connection(self.db)
+        with WriteTransaction(self.db, self.path) as conn:
             ids = conn.execute(
                 "SELECT id FROM jobs WHERE status = 'pending' AND next_attempt_at > ?",
                 (now + cap,),
@@ -429,8 +473,8 @@ class JobQueue:
         cutoff = self.clock() - self.config.done_retention_seconds
         total = 0
         while True:
-            with storage_errors(self.path), self.db.atomic():
-                cursor = connection(self.db).execute(
+            with WriteTransaction(self.db, self.path) as conn:
+                cursor = conn.execute(
                     "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = 'done' "
                     "AND finished_at < ? LIMIT ?)",
                     (cutoff, batch),
@@ -477,8 +521,7 @@ class JobQueue:
         """Send a dead (or conflicted) job again. Unchanged, it keeps its idempotency key;
         with an edited payload it is a new request and gets a new key. Returns the key."""
         now = self.clock()
-        with storage_errors(self.path), self.db.atomic():
-            conn = connection(self.db)
+        with WriteTransaction(self.db, self.path) as conn:
             row = conn.execute(
                 "SELECT payload, idempotency_key, status FROM jobs WHERE id = ?", (job_id,)
             ).fetchone()
@@ -501,8 +544,7 @@ class JobQueue:
     def discard(self, job_id: int) -> dict[str, Any]:
         """Give up on a dead or conflicted job; returns its row for the audit log."""
         now = self.clock()
-        with storage_errors(self.path), self.db.atomic():
-            conn = connection(self.db)
+        with WriteTransaction(self.db, self.path) as conn:
             cursor = conn.execute(
                 "UPDATE jobs SET status = 'done', last_error = 'discarded: ' || "
                 "COALESCE(last_error, ''), updated_at = ?, finished_at = ? "
@@ -537,5 +579,5 @@ class JobQueue:
         )
 
     def bump(self, name: str, amount: int = 1) -> None:
-        with storage_errors(self.path), self.db.atomic():
-            self._bump(connection(self.db), name, amount)
+        with WriteTransaction(self.db, self.path) as conn:
+            self._bump(conn, name, amount)

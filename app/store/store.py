@@ -21,7 +21,7 @@ from app.records import (
     validate_patch,
 )
 from app.store.cache import WorkOrderCache
-from app.store.db import DB_FILENAME, open_database
+from app.store.db import DB_FILENAME, WriteTransaction, open_database
 from app.store.errors import InvalidEditError, storage_errors
 from app.store.queue import PRIORITY_IMPORT, PRIORITY_USER, JobQueue, QueueConfig
 from app.store.stats import queue_stats
@@ -85,7 +85,7 @@ class Store:
         cached one. Raises InvalidEditError (nothing written) on invalid input.
         """
         fields = dict(fields or {})
-        with storage_errors(self.path), self.db.atomic():
+        with WriteTransaction(self.db, self.path):
             return self._record(op, entity_id, fields, base_version, priority)
 
     def import_records(self, records: Iterable[dict[str, Any]], *, chunk: int = 500) -> list[str]:
@@ -112,7 +112,7 @@ class Store:
         return created
 
     def _write_creates(self, batch: list[tuple[str, dict[str, Any]]]) -> list[str]:
-        with storage_errors(self.path), self.db.atomic():
+        with WriteTransaction(self.db, self.path):
             for entity_id, fields in batch:
                 self._record("create", entity_id, fields, None, PRIORITY_IMPORT)
         return [entity_id for entity_id, _ in batch]
@@ -126,6 +126,7 @@ class Store:
         priority: int,
     ) -> EditResult:
         now = self.clock()
+        fresh_id = False
         try:
             if op == "create":
                 if entity_id:
@@ -135,6 +136,7 @@ class Store:
                 else:
                     # A fresh UUID4 is well formed and (the primary key enforces it) new.
                     entity_id = str(uuid.uuid4())
+                    fresh_id = True
                 clean = validate_create(fields)
                 self.cache.insert_local(entity_id, clean, now)
                 payload_fields = clean
@@ -168,6 +170,7 @@ class Store:
             entity_id,
             priority=priority,
             base_version=base_version,
+            new_entity=fresh_id,
         )
         return EditResult(entity_id=entity_id, job_id=job_id, op=op)
 

@@ -8,7 +8,6 @@ from a provider on every request and never appears in errors or logs.
 from __future__ import annotations
 
 import email.utils
-import json
 import logging
 import ssl
 import time
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import orjson
 
 from app.sync.errors import MalformedReplyError, from_httpx, parse_retry_after
 
@@ -67,8 +67,8 @@ def _parse_body(response: httpx.Response) -> tuple[dict[str, Any] | None, str | 
     if not response.content:
         return None, "empty reply"
     try:
-        data = response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
         return None, f"reply is not JSON ({response.headers.get('content-type', 'no type')})"
     if not isinstance(data, dict):
         return None, "reply is not a JSON object"
@@ -135,8 +135,14 @@ class ServerClient:
             all_headers["Authorization"] = f"Bearer {self._token()}"
         all_headers.update(headers or {})
         try:
+            if json_body is not None:
+                all_headers["Content-Type"] = "application/json"
             response = await self._client.request(
-                method, path, json=json_body, headers=all_headers, params=params
+                method,
+                path,
+                content=None if json_body is None else orjson.dumps(json_body),
+                headers=all_headers,
+                params=params,
             )
         except httpx.HTTPError as exc:
             raise from_httpx(exc) from None
