@@ -168,30 +168,70 @@ def apply_server_record(
     values only when no local edit is outstanding: pending work is never overwritten.
     Returns True when the visible fields changed to the server's.
     """
-    entity_id = str(record["id"])
-    snapshot = orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode()
-    version = int(record["version"])
-    etag = etag or f'"{version}"'
-    values = {name: record.get(name) for name in EDITABLE_FIELDS}
-    values["deleted"] = bool(values["deleted"])
-    for name in ("site", "notes", "assignee"):
-        values[name] = values[name] or ""
-    overwrite = not has_outstanding(conn, entity_id)
+    overwrite = not has_outstanding(conn, str(record["id"]))
     conn.execute(
         _UPSERT_SERVER_RECORD if overwrite else _UPSERT_SERVER_STATE,
-        (
-            entity_id,
-            *values.values(),
-            version,
-            etag,
-            snapshot,
-            record.get("updated_at"),
-            record.get("updated_by"),
-            now,
-            now,
-        ),
+        _server_row(record, now, etag),
     )
     return overwrite
+
+
+def apply_server_records(
+    conn: sqlite3.Connection, records: list[dict[str, Any]], now: float
+) -> set[str]:
+    """``apply_server_record`` for a page or a batch: one lookup of outstanding edits per
+    500 records and one ``executemany`` per case. Returns the ids whose visible fields
+    took the server's values."""
+    ids = [str(record["id"]) for record in records]
+    kept = _outstanding_among(conn, ids)
+    overwrite = [_server_row(r, now) for r, i in zip(records, ids, strict=True) if i not in kept]
+    state_only = [_server_row(r, now) for r, i in zip(records, ids, strict=True) if i in kept]
+    if overwrite:
+        conn.executemany(_UPSERT_SERVER_RECORD, overwrite)
+    if state_only:
+        conn.executemany(_UPSERT_SERVER_STATE, state_only)
+    return set(ids) - kept
+
+
+def _outstanding_among(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    unique = sorted(set(ids))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        found.update(
+            key
+            for (key,) in conn.execute(
+                "SELECT DISTINCT entity_key FROM jobs WHERE entity_key IN "
+                f"({', '.join('?' for _ in chunk)}) "
+                "AND status IN ('pending', 'leased', 'conflict', 'dead')",
+                chunk,
+            )
+        )
+    return found
+
+
+def _server_row(record: dict[str, Any], now: float, etag: str | None = None) -> tuple[Any, ...]:
+    """The parameters of the upserts below for one server record."""
+    version = int(record["version"])
+    values = [record.get(name) for name in EDITABLE_FIELDS]
+    values[_DELETED] = bool(values[_DELETED])
+    for index in _CLEARABLE:
+        values[index] = values[index] or ""
+    return (
+        str(record["id"]),
+        *values,
+        version,
+        etag or f'"{version}"',
+        orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode(),
+        record.get("updated_at"),
+        record.get("updated_by"),
+        now,
+        now,
+    )
+
+
+_DELETED = EDITABLE_FIELDS.index("deleted")
+_CLEARABLE = tuple(EDITABLE_FIELDS.index(name) for name in ("site", "notes", "assignee"))
 
 
 # One prepared statement per case (SQLite caches them): insert the record if the device has

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.records import EDITABLE_FIELDS
-from app.store.cache import apply_server_record
+from app.store.cache import apply_server_record, apply_server_records
 from app.store.db import connection
 from app.store.queue import ClaimedJob, Outcome
 from app.store.store import Store
@@ -203,8 +203,8 @@ def _record_successes(
         (job, Outcome(None, reply.status, duration_ms), record["version"])
         for job, reply, record in successes
     )
-    for job, reply, record in successes:
-        apply_server_record(conn, record, now)
+    apply_server_records(conn, [record for _, _, record in successes], now)
+    for job, reply, _ in successes:
         report.done += 1
         report.tally[f"delivered:{job.topic}"] += 1
         report.latencies_s.append(max(now - job.created_at, 0.0))

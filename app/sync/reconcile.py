@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.executor import StoreExecutor
-from app.store.cache import apply_server_record
-from app.store.db import connection
+from app.store.cache import apply_server_record, apply_server_records
+from app.store.db import WriteTransaction, connection
 from app.store.settings import read_setting, write_setting
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
@@ -56,18 +56,10 @@ def _check(reply: Reply, what: str) -> dict[str, Any]:
 
 def apply_page(store: Store, records: list[dict[str, Any]], token: str) -> tuple[set[str], int]:
     """Apply one page of server changes and advance the token, atomically."""
-    changed: set[str] = set()
-    kept = 0
-    now = store.clock()
-    with store.db.atomic():
-        conn = connection(store.db)
-        for record in records:
-            if apply_server_record(conn, record, now):
-                changed.add(str(record["id"]))
-            else:
-                kept += 1
+    with WriteTransaction(store.db, store.path) as conn:
+        changed = apply_server_records(conn, records, store.clock())
         write_setting(store, SYNC_TOKEN_KEY, token)
-    return changed, kept
+    return changed, len({str(record["id"]) for record in records} - changed)
 
 
 def _record_of(body: dict[str, Any] | None) -> Any:
