@@ -10,8 +10,11 @@ times vary several-fold here) hits them alike. Everything runs with WAL + synchr
   inserts the same two rows in one transaction; peers ``put`` one item (no cache row).
 - claim+ack: one job at a time, claim and ack in separate commits. Raw sqlite3 runs fieldsync's
   own claim statement and ack SQL (done update + attempt-history insert) on a plain connection.
-  huey deletes on take (at-most-once, one commit per take): its figure is a take, not
-  comparable to claim+ack.
+  Fieldsync (and so raw sqlite3) commits the claim without an fsync (synchronous=NORMAL for
+  that statement: a lease forgotten by a power cut is a lease expired, the job is sent again
+  under its key) and fsyncs the ack, which covers the claim; the peers fsync both. Edits and
+  outcomes have the same durability everywhere. huey deletes on take (at-most-once, one
+  commit per take): its figure is a take, not comparable to claim+ack.
 - claim+ack batch 100: one claim statement for 100 jobs, one ack commit (``ack_many``).
 - claim latency: median ``JobQueue.claim`` time (µs, one job, acked after each claim) on tables
   of N jobs of which all but 100 are done, built with synchronous=OFF and reopened by ``Store``.
@@ -377,7 +380,8 @@ def print_report(result: dict[str, Any], plan: Plan, mode: str, counts: tuple[in
     print(
         "* huey: a take (dequeue deletes the row, one commit): at-most-once, not comparable to "
         "claim+ack (n/c).\n  Peers' enqueue writes only the queue item; fieldsync and raw "
-        "sqlite3 also write the cached work order."
+        "sqlite3 also write the cached work order.\n  fieldsync and raw sqlite3 commit a claim "
+        "without an fsync (a lease is not data) and fsync the ack; the peers fsync both."
     )
     lat = result["claim_latency_us"]
     print(

@@ -4,7 +4,8 @@ Pragmas, and why:
 - ``journal_mode=WAL``: readers (the UI, ``fieldsync status``) never block the worker's writes.
 - ``synchronous=FULL`` (default): every commit is fsynced, WAL included. A phone's battery dies
   without warning; an edit the person saw saved must survive it. ``NORMAL`` is accepted for
-  benchmarks and bulk imports that choose speed and can be redone.
+  benchmarks and bulk imports that choose speed and can be redone. A claim alone commits at
+  ``NORMAL`` (``JobQueue.claim``): a lease forgotten by a power cut is a lease expired.
 - ``busy_timeout=5000``: two processes (the GUI and the headless worker) share one file; a
   short wait for the write lock beats failing.
 - ``foreign_keys=ON``: attempts are deleted with their job.

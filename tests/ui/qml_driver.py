@@ -42,9 +42,23 @@ def scroll_into_view(item: QQuickItem) -> None:
         parent.setProperty("contentY", min(most, max(0.0, top - view / 3)))
 
 
+def polish_ancestors(item: QQuickItem) -> None:
+    """Lay out what encloses `item` now. Layouts position their children lazily, at the next
+    frame's polish; a tap computed before that frame would land where the item was before
+    (a person never taps a page that has not been drawn)."""
+    chain = []
+    parent: QQuickItem | None = item
+    while parent is not None:
+        chain.append(parent)
+        parent = parent.parentItem()
+    for ancestor in reversed(chain):
+        ancestor.ensurePolished()
+
+
 def click(window: QQuickWindow, item: QQuickItem) -> None:
     assert item.isVisible(), f"{item.objectName()} is not visible"
     assert item.isEnabled(), f"{item.objectName()} is disabled"
+    polish_ancestors(item)
     scroll_into_view(item)
     centre = item.mapToScene(item.boundingRect().center()).toPoint()
     QTest.mouseClick(window, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, centre)
