@@ -19,6 +19,7 @@ import peewee as pw
 from app.records import EDITABLE_FIELDS
 from app.store.db import connection
 from app.store.errors import storage_errors
+from app.store.queue import entities_with_open_jobs
 
 __all__ = ["SYNC_COLUMNS", "WorkOrderCache"]
 
@@ -183,7 +184,7 @@ def apply_server_records(
     500 records and one ``executemany`` per case. Returns the ids whose visible fields
     took the server's values."""
     ids = [str(record["id"]) for record in records]
-    kept = _outstanding_among(conn, ids)
+    kept = entities_with_open_jobs(conn, ids)
     overwrite = [_server_row(r, now) for r, i in zip(records, ids, strict=True) if i not in kept]
     state_only = [_server_row(r, now) for r, i in zip(records, ids, strict=True) if i in kept]
     if overwrite:
@@ -191,23 +192,6 @@ def apply_server_records(
     if state_only:
         conn.executemany(_UPSERT_SERVER_STATE, state_only)
     return set(ids) - kept
-
-
-def _outstanding_among(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
-    found: set[str] = set()
-    unique = sorted(set(ids))
-    for start in range(0, len(unique), 500):
-        chunk = unique[start : start + 500]
-        found.update(
-            key
-            for (key,) in conn.execute(
-                "SELECT DISTINCT entity_key FROM jobs WHERE entity_key IN "
-                f"({', '.join('?' for _ in chunk)}) "
-                "AND status IN ('pending', 'leased', 'conflict', 'dead')",
-                chunk,
-            )
-        )
-    return found
 
 
 def _server_row(record: dict[str, Any], now: float, etag: str | None = None) -> tuple[Any, ...]:

@@ -139,6 +139,28 @@ def new_idempotency_key() -> str:
     return str(uuid.uuid4())
 
 
+def entities_with_open_jobs(
+    conn: sqlite3.Connection, entity_keys: Iterable[str], *, chained_only: bool = False
+) -> set[str]:
+    """Which of these entities have a job still outstanding (pending, leased, in conflict or
+    dead); with ``chained_only``, one waiting for its base version. One query per 500 keys."""
+    found: set[str] = set()
+    keys = sorted(set(entity_keys))
+    chained = " AND chained = 1" if chained_only else ""
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        found.update(
+            key
+            for (key,) in conn.execute(
+                f"SELECT DISTINCT entity_key FROM jobs WHERE entity_key IN "
+                f"({', '.join('?' for _ in chunk)}) "
+                f"AND status IN ('pending', 'leased', 'conflict', 'dead'){chained}",
+                chunk,
+            )
+        )
+    return found
+
+
 class JobQueue:
     """The queue over one open database. Methods are synchronous; call them off the UI loop."""
 
@@ -295,32 +317,14 @@ class JobQueue:
                 if version is not None and job.id in done
             ]
             if rebases:
-                chained = self._entities_with_chained_jobs(
-                    conn, {job.entity_key for job, _ in rebases}
+                # One query per batch, instead of a rebase attempt per acknowledged job.
+                chained = entities_with_open_jobs(
+                    conn, {job.entity_key for job, _ in rebases}, chained_only=True
                 )
                 for job, version in rebases:
                     if job.entity_key in chained:
                         self._rebase_next(conn, job, version)
         return len(done)
-
-    @staticmethod
-    def _entities_with_chained_jobs(conn: sqlite3.Connection, entity_keys: set[str]) -> set[str]:
-        """Which of these entities have a job waiting for a base version (one query per
-        batch, instead of a rebase attempt per acknowledged job)."""
-        found: set[str] = set()
-        keys = sorted(entity_keys)
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
-            found.update(
-                key
-                for (key,) in conn.execute(
-                    f"SELECT DISTINCT entity_key FROM jobs WHERE entity_key IN ({marks}) "
-                    "AND status IN ('pending', 'leased', 'conflict', 'dead') AND chained = 1",
-                    chunk,
-                )
-            )
-        return found
 
     def _rebase_next(self, conn: sqlite3.Connection, job: ClaimedJob, version: int) -> None:
         conn.execute(
