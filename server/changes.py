@@ -34,7 +34,8 @@ _ETAG = {
 def _parse_since(since: str | None) -> int:
     if since is None or since == "":
         return 0
-    if not since.isdigit() or len(since) > 19 or int(since) > BIGINT_MAX:
+    # isdigit() alone admits "²" and other digits int() refuses.
+    if not (since.isascii() and since.isdigit()) or len(since) > 19 or int(since) > BIGINT_MAX:
         raise ApiError(422, {"error": "invalid_payload", "detail": "since: not a change token"})
     return int(since)
 

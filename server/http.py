@@ -149,7 +149,12 @@ class CorrelationMiddleware:
 
         try:
             declared = _header(scope, b"content-length")
-            if declared is not None and declared.isdigit() and int(declared) > limit:
+            if (
+                declared is not None
+                and declared.isascii()
+                and declared.isdigit()
+                and int(declared) > limit
+            ):
                 response = JSONResponse({"error": "payload_too_large"}, status_code=413)
                 await response(scope, receive, send_with_id)
             else:
