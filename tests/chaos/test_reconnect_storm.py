@@ -5,7 +5,9 @@ is down and probes the server in lock-step (probe backoff without jitter, so the
 sharp as it can be). The link comes back at one instant; the proxy counts the requests per
 100 ms with `SyncConfig.reconnect_jitter_s` on (its default) and off. The probes themselves
 arrive together either way (their own backoff jitter is switched off here on purpose); the
-figure compared is the /v1 traffic that follows them.
+figure compared is the sends that follow them (`/v1/mutations…`: each device sends its queued
+edits once). The pulls after each flush are counted beside it, not compared: how tightly they
+follow the sends depends on the device's own bookkeeping between the two, not on the jitter.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ async def storm(
             store.close()
     records = proxy.snapshot()
     return {
+        "peak_sends_per_100ms": peak_per_bin(records, up_at, "/v1/mutations"),
         "peak_v1_per_100ms": peak_per_bin(records, up_at, "/v1/"),
         "peak_all_per_100ms": peak_per_bin(records, up_at),
         "requests": len(records),
@@ -101,7 +104,7 @@ async def test_reconnect_jitter_spreads_the_storm(
     devices = SCALE.storm_devices
     without = await storm(tmp_path / "off", server_process, proxy, devices, 0.0, "off")
     with_jitter = await storm(tmp_path / "on", server_process, proxy, devices, JITTER_S, "on")
-    ratio = with_jitter["peak_v1_per_100ms"] / max(without["peak_v1_per_100ms"], 1)
+    ratio = with_jitter["peak_sends_per_100ms"] / max(without["peak_sends_per_100ms"], 1)
     record_figures(
         "reconnect_storm",
         {
@@ -109,9 +112,9 @@ async def test_reconnect_jitter_spreads_the_storm(
             "jitter_s": JITTER_S,
             "without_jitter": without,
             "with_jitter": with_jitter,
-            "peak_ratio_v1": round(ratio, 3),
+            "peak_ratio_sends": round(ratio, 3),
         },
     )
     # The storm really happened (one loop drives every client, so it is never perfectly sharp).
-    assert without["peak_v1_per_100ms"] >= devices // 4, without
+    assert without["peak_sends_per_100ms"] >= devices // 4, without
     assert ratio <= 0.5, (without, with_jitter)
