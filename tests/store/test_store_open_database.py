@@ -103,3 +103,53 @@ def test_empty_data_dir_gets_a_fresh_database_with_durable_pragmas(data_dir: Pat
         assert version == (migrations.LATEST_VERSION,)
     with pytest.raises(ValueError, match="synchronous"):
         Store(data_dir, synchronous="OFF")
+
+
+def _leaf_behind_root(path: Path, name: str) -> int:
+    """The right-most leaf page under the root of table or index ``name`` (an interior page)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (name,))
+    finally:
+        conn.close()
+    raw = path.read_bytes()
+    start = (root[0] - 1) * page_size
+    assert raw[start] in (0x02, 0x05), "still one page: seed more rows"  # interior index, table
+    return int.from_bytes(raw[start + 8 : start + 12], "big")
+
+
+def test_damaged_pages_behind_a_valid_header_are_refused_at_open(data_dir: Path) -> None:
+    with Store(data_dir) as store:
+        for i in range(300):
+            store.record_edit("create", None, {"title": f"Pump {i}", "notes": "seal " * 20})
+    path = data_dir / DB_FILENAME
+    assert sidecars(path) == [], "closing checkpointed the WAL into the file"
+    page = _leaf_behind_root(path, "work_orders_title")
+    raw = bytearray(path.read_bytes())
+    offset = (page - 1) * 4096
+    raw[offset : offset + 4096] = bytes(range(256)) * 16  # one leaf of work orders overwritten
+    path.write_bytes(bytes(raw))
+    before = sha256(path)
+    # The header, the schema and the version table are intact: only a page walk finds it.
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone() == (
+            migrations.LATEST_VERSION,
+        )
+    finally:
+        conn.close()
+
+    with pytest.raises(CorruptDatabaseError) as caught:
+        Store(data_dir)
+
+    message = str(caught.value)
+    assert "damaged pages" in message
+    assert "left untouched" in message
+    assert "\n" not in message
+    assert len(message) < 600
+    assert sha256(path) == before
+    # The read-only check may leave SQLite's shared-memory index and an empty WAL beside the
+    # file (it is in WAL mode), never a frame that could be replayed into it.
+    wal = path.with_name(path.name + "-wal")
+    assert not wal.exists() or wal.stat().st_size == 0
