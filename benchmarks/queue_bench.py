@@ -16,6 +16,9 @@ times vary several-fold here) hits them alike. Everything runs with WAL + synchr
   outcomes have the same durability everywhere. huey deletes on take (at-most-once, one
   commit per take): its figure is a take, not comparable to claim+ack.
 - claim+ack batch 100: one claim statement for 100 jobs, one ack commit (``ack_many``).
+- WAL pages per operation: the pages one enqueue or claim+ack appends to the write-ahead log,
+  counted from the WAL's size over a few dozen operations. It does not depend on the machine:
+  it is the page writes each commit costs, which decide the ranking when fsyncs are fast.
 - claim latency: median ``JobQueue.claim`` time (µs, one job, acked after each claim) on tables
   of N jobs of which all but 100 are done, built with synchronous=OFF and reopened by ``Store``.
 """
@@ -60,6 +63,8 @@ BATCH_SYSTEMS = ("fieldsync", "sqlite3")
 LATENCY_SIZES = (1_000, 10_000, 100_000, 1_000_000)
 LATENCY_PENDING = 100
 LATENCY_WARMUP = 5
+FRAME_OPS = 40  # operations whose WAL pages are counted (well under the 1000-page checkpoint)
+WAL_HEADER, FRAME_HEADER = 32, 24
 MIN_ROUNDS = 5  # chunks per system a phase always takes, whatever the budget
 CHUNK = 10  # single ops timed together before the next system takes its turn
 
@@ -193,6 +198,40 @@ def peer_default_pragmas() -> dict[str, dict[str, Any]]:
             found[name] = subject.pragmas()
             subject.close()
     return found
+
+
+def wal_pages(subject: Subject, op: Callable[[], object]) -> float:
+    """WAL pages one ``op`` appends, averaged over FRAME_OPS: the WAL is emptied (checkpoint
+    TRUNCATE from a second connection), then its size after the ops gives the frames."""
+    path = subject.database()
+    wal = path.with_name(path.name + "-wal")
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    if busy or wal.stat().st_size != 0:
+        raise RuntimeError(f"could not empty {wal} before counting its pages")
+    for _ in range(FRAME_OPS):
+        op()
+    frames = (wal.stat().st_size - WAL_HEADER) / (page_size + FRAME_HEADER)
+    if frames >= 900:  # near the auto-checkpoint, which restarts the WAL: the count is wrong
+        raise RuntimeError(f"{frames:.0f} WAL frames for {FRAME_OPS} ops: too many to count")
+    return round(frames / FRAME_OPS, 2)
+
+
+def run_wal_pages(ddl: list[str], warmup: int) -> dict[str, dict[str, float]]:
+    pages: dict[str, dict[str, float]] = {"enqueue": {}, "claim_ack": {}}
+    for name in SYSTEMS:
+        with tempfile.TemporaryDirectory(prefix=f"fsbench-{name}-") as tmp:
+            subject = make_subject(name, Path(tmp), ddl)
+            try:
+                for _ in range(warmup):
+                    subject.enqueue()
+                    subject.claim_ack()
+                pages["enqueue"][name] = wal_pages(subject, subject.enqueue)
+                pages["claim_ack"][name] = wal_pages(subject, subject.claim_ack)
+            finally:
+                subject.close()
+    return pages
 
 
 # -- claim latency on big, mostly-done tables -------------------------------------------------
@@ -390,6 +429,13 @@ def print_report(result: dict[str, Any], plan: Plan, mode: str, counts: tuple[in
     )
     for size in LATENCY_SIZES:
         print(f"  {size:>9,} rows  {lat[str(size)]:>8,.0f} µs  {lat[str(size)] / lat['1000']:.2f}x")
+    pages = result["wal_pages_per_op"]
+    print(
+        f"\nWAL pages written per operation (mean of {FRAME_OPS}; each page is one WAL frame, "
+        "each commit one fsync at FULL)"
+    )
+    for kind in ("enqueue", "claim_ack"):
+        print(f"  {kind:<10}" + "".join(f"{n} {pages[kind][n]:.1f}   " for n in SYSTEMS))
     print("\nTargets")
     for label, figure, met in targets(result):
         print(f"  [{'met ' if met else 'MISS'}] {label:<44} {figure}")
@@ -406,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     ddl = schema_ddl()
     defaults = peer_default_pragmas()
     throughput = run_throughput(plan, ddl)
+    pages = run_wal_pages(ddl, plan.warmup)
     latency = run_latency(plan, began)
     if args.verbose:
         for kind, per_system in throughput.items():
@@ -432,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         "claim_ack_batch100": medians(throughput["claim_ack_batch100"]),
         "claim_latency_us": medians(latency),
         "pragmas": pragmas,
+        "wal_pages_per_op": pages,
     }
     counts = (len(throughput["enqueue"]["fieldsync"]), len(latency["1000"]))
     print_report(result, plan, "quick" if args.quick else "full", counts)

@@ -60,6 +60,10 @@ class Subject:
     def pragmas(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    def database(self) -> Path:
+        """The SQLite file this system writes (its WAL is that name plus ``-wal``)."""
+        raise NotImplementedError
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -95,6 +99,9 @@ class Fieldsync(Subject):
     def pragmas(self) -> dict[str, Any]:
         return read_pragmas(self.store.db.connection())
 
+    def database(self) -> Path:
+        return self.store.path
+
     def close(self) -> None:
         self.store.close()
 
@@ -113,7 +120,8 @@ class RawSqlite(Subject):
     """The physical reference: the same schema, pragmas and SQL, no library in between."""
 
     def __init__(self, root: Path, ddl: list[str]) -> None:
-        self.conn = sqlite3.connect(root / "raw.sqlite3", isolation_level=None)
+        self.path = root / "raw.sqlite3"
+        self.conn = sqlite3.connect(self.path, isolation_level=None)
         for pragma in ("journal_mode=wal", "synchronous=FULL", "busy_timeout=5000"):
             self.conn.execute(f"PRAGMA {pragma}")
         self.conn.execute("PRAGMA foreign_keys=1")
@@ -192,6 +200,9 @@ class RawSqlite(Subject):
     def pragmas(self) -> dict[str, Any]:
         return read_pragmas(self.conn)
 
+    def database(self) -> Path:
+        return self.path
+
     def close(self) -> None:
         self.conn.close()
 
@@ -202,6 +213,7 @@ class PersistQueue(Subject):
     def __init__(self, root: Path, *, equalize: bool = True) -> None:
         import persistqueue
 
+        self.root = root
         self.queue = persistqueue.SQLiteAckQueue(str(root / "pq"), multithreading=False)
         self.conn: sqlite3.Connection = self.queue._putter
         if equalize:
@@ -217,6 +229,9 @@ class PersistQueue(Subject):
     def pragmas(self) -> dict[str, Any]:
         return read_pragmas(self.conn)
 
+    def database(self) -> Path:
+        return self.root / "pq" / "data.db"
+
     def close(self) -> None:
         self.queue.close()
 
@@ -227,7 +242,8 @@ class Huey(Subject):
     def __init__(self, root: Path, *, equalize: bool = True) -> None:
         from huey import SqliteHuey
 
-        self.huey = SqliteHuey(filename=str(root / "huey.db"), fsync=True if equalize else None)
+        self.path = root / "huey.db"
+        self.huey = SqliteHuey(filename=str(self.path), fsync=True if equalize else None)
         self.storage = self.huey.storage
         self.body = json.dumps(PAYLOAD).encode()
 
@@ -240,6 +256,9 @@ class Huey(Subject):
     def pragmas(self) -> dict[str, Any]:
         return read_pragmas(self.storage.conn)
 
+    def database(self) -> Path:
+        return self.path
+
     def close(self) -> None:
         self.storage.close()
 
@@ -250,7 +269,8 @@ class LiteQueue(Subject):
     def __init__(self, root: Path, *, equalize: bool = True) -> None:
         from litequeue import LiteQueue as Queue
 
-        self.queue = Queue(str(root / "litequeue.db"))
+        self.path = root / "litequeue.db"
+        self.queue = Queue(str(self.path))
         if equalize:
             self.queue.conn.execute("PRAGMA synchronous=FULL")
         self.body = json.dumps(PAYLOAD)
@@ -264,6 +284,9 @@ class LiteQueue(Subject):
 
     def pragmas(self) -> dict[str, Any]:
         return read_pragmas(self.queue.conn)
+
+    def database(self) -> Path:
+        return self.path
 
     def close(self) -> None:
         self.queue.close()
