@@ -36,7 +36,7 @@ _COLUMNS = ("id", *EDITABLE_FIELDS, *SYNC_COLUMNS)
 _SELECT = (
     f"SELECT {', '.join('w.' + c for c in _COLUMNS)}, "
     "(SELECT COUNT(*) FROM jobs AS j WHERE j.entity_key = w.id "
-    "AND j.status IN ('pending', 'leased', 'conflict', 'dead')) AS pending_edits "
+    "AND j.finished_at IS NULL) AS pending_edits "
     "FROM work_orders AS w"
 )
 
@@ -153,8 +153,7 @@ def _insert_local_sql(names: tuple[str, ...]) -> str:
 def has_outstanding(conn: sqlite3.Connection, entity_id: str) -> bool:
     """Does any local edit of this work order still wait for the server?"""
     row = conn.execute(
-        "SELECT 1 FROM jobs WHERE entity_key = ? "
-        "AND status IN ('pending', 'leased', 'conflict', 'dead') LIMIT 1",
+        "SELECT 1 FROM jobs WHERE entity_key = ? AND finished_at IS NULL LIMIT 1",
         (entity_id,),
     ).fetchone()
     return row is not None

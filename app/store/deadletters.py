@@ -97,7 +97,7 @@ def error_kind(last_error: str | None, http_status: int | None) -> ErrorKind:
 
 _DEAD_SELECT = """
 SELECT j.id, j.entity_key, w.title, j.payload, j.attempt_count, j.last_error, j.created_at,
-       COALESCE(j.finished_at, j.updated_at), j.idempotency_key,
+       j.updated_at, j.idempotency_key,
        (SELECT a.http_status FROM attempts AS a WHERE a.job_id = j.id
         ORDER BY a.id DESC LIMIT 1)
 FROM jobs AS j LEFT JOIN work_orders AS w ON w.id = j.entity_key
@@ -171,7 +171,7 @@ def job_states(store: Store, entity_ids: list[str]) -> dict[str, EntityJobState]
             rows = conn.execute(
                 "SELECT entity_key, status, attempt_count, next_attempt_at, last_error FROM jobs "
                 f"WHERE entity_key IN ({marks}) "
-                "AND status IN ('pending', 'leased', 'conflict', 'dead') ORDER BY id",
+                "AND finished_at IS NULL ORDER BY id",
                 chunk,
             ).fetchall()
             for entity_id, status, attempts, next_at, error in rows:

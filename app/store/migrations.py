@@ -57,10 +57,27 @@ def _v2_conflicts(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
     db.execute_sql("CREATE INDEX conflicts_entity ON conflicts (entity_key, status)")
 
 
+def _v3_open_jobs_by_finished_at(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
+    """``finished_at`` is set when a job is done, and only then (a dead or conflicted job
+    still holds back its work order); the open-jobs index keys on it instead of ``status``.
+
+    A claim changes ``status``, so an index whose condition names ``status`` had its entry
+    deleted and written back on every claim: one more page per commit and a third of a batch
+    claim's time. ``finished_at`` changes only when a job leaves the open set.
+    """
+    db.execute_sql("UPDATE jobs SET finished_at = NULL WHERE status != 'done'")
+    db.execute_sql(
+        "UPDATE jobs SET finished_at = updated_at WHERE status = 'done' AND finished_at IS NULL"
+    )
+    db.execute_sql("DROP INDEX jobs_entity_open")
+    db.execute_sql(models.OPEN_JOBS_INDEX)
+
+
 #: (version, migration) in order. Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1_initial),
     (2, _v2_conflicts),
+    (3, _v3_open_jobs_by_finished_at),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

@@ -50,6 +50,8 @@ class Job(BaseModel):
     correlation_id = pw.TextField()
     created_at = pw.FloatField()
     updated_at = pw.FloatField()
+    # When the job was done, and set only then: NULL while it is open (pending, leased, in
+    # conflict or dead), so jobs_entity_open can key on it (migration 3).
     finished_at = pw.FloatField(null=True)
 
     class Meta:
@@ -151,3 +153,9 @@ INDEXES_V1 = [
     "CREATE INDEX IF NOT EXISTS jobs_done ON jobs (finished_at) WHERE status = 'done'",
     "CREATE INDEX IF NOT EXISTS work_orders_title ON work_orders (title COLLATE NOCASE)",
 ]
+
+#: Per-entity order since migration 3: the open jobs of an entity. A query uses it only when it
+#: spells the same condition, ``finished_at IS NULL`` (a ``status IN (...)`` list would scan).
+#: Its condition must not name ``status``: SQLite rewrites an index entry whenever a column of
+#: its condition changes, and every claim changes ``status``.
+OPEN_JOBS_INDEX = "CREATE INDEX jobs_entity_open ON jobs (entity_key, id) WHERE finished_at IS NULL"

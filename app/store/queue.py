@@ -90,8 +90,7 @@ INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, 
 SELECT ?1, ?2, ?3, ?4, ?5, CASE WHEN prior.chained THEN NULL ELSE ?6 END, prior.chained,
        ?7, 'pending', 0, ?8, ?9, ?8, ?8
 FROM (SELECT EXISTS (
-          SELECT 1 FROM jobs WHERE entity_key = ?5
-            AND status IN ('pending', 'leased', 'conflict', 'dead')) AS chained) AS prior
+          SELECT 1 FROM jobs WHERE entity_key = ?5 AND finished_at IS NULL) AS chained) AS prior
 """
 
 # A job for a work order created just now (its id was generated in the same transaction) has
@@ -111,8 +110,7 @@ WHERE id IN (
     WHERE j.status = 'pending' AND j.next_attempt_at <= ?
       AND NOT EXISTS (
           SELECT 1 FROM jobs AS e
-          WHERE e.entity_key = j.entity_key AND e.id < j.id
-            AND e.status IN ('pending', 'leased', 'conflict', 'dead'))
+          WHERE e.entity_key = j.entity_key AND e.id < j.id AND e.finished_at IS NULL)
     ORDER BY j.priority DESC, j.id
     LIMIT ?)
 RETURNING {_CLAIM_COLUMNS}
@@ -154,7 +152,7 @@ def entities_with_open_jobs(
             for (key,) in conn.execute(
                 f"SELECT DISTINCT entity_key FROM jobs WHERE entity_key IN "
                 f"({', '.join('?' for _ in chunk)}) "
-                f"AND status IN ('pending', 'leased', 'conflict', 'dead'){chained}",
+                f"AND finished_at IS NULL{chained}",
                 chunk,
             )
         )
@@ -330,9 +328,9 @@ class JobQueue:
         conn.execute(
             "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
             "WHERE id = (SELECT MIN(id) FROM jobs WHERE entity_key = ? AND id > ? "
-            # Spelled as the partial index's condition (jobs_entity_open): `!= 'done'` would
-            # scan every later row, an O(n) step per ack and O(n^2) per drain.
-            "AND status IN ('pending', 'leased', 'conflict', 'dead')) AND chained = 1",
+            # Spelled as the partial index's condition (jobs_entity_open): `status != 'done'`
+            # would scan every later row, an O(n) step per ack and O(n^2) per drain.
+            "AND finished_at IS NULL) AND chained = 1",
             (version, job.entity_key, job.id),
         )
 
@@ -374,10 +372,11 @@ class JobQueue:
     def _finish(self, job: ClaimedJob, status: str, outcome: Outcome, now: float) -> str:
         with WriteTransaction(self.db, self.path) as conn:
             cursor = conn.execute(
+                # Not finished: a dead or conflicted job still holds back its work order.
                 "UPDATE jobs SET status = ?, locked_by = NULL, locked_until = NULL, "
-                "last_error = ?, updated_at = ?, finished_at = ? "
+                "last_error = ?, updated_at = ? "
                 "WHERE id = ? AND status IN ('leased', 'pending')",
-                (status, outcome.error, now, now, job.id),
+                (status, outcome.error, now, job.id),
             )
             if cursor.rowcount == 0:
                 return "stale"
@@ -497,7 +496,7 @@ class JobQueue:
                 .execute(
                     "SELECT MIN(j.next_attempt_at) FROM jobs AS j WHERE j.status = 'pending' "
                     "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
-                    "AND e.id < j.id AND e.status IN ('pending', 'leased', 'conflict', 'dead'))"
+                    "AND e.id < j.id AND e.finished_at IS NULL)"
                 )
                 .fetchone()
             )
@@ -513,9 +512,8 @@ class JobQueue:
             pending = conn.execute(
                 "SELECT COUNT(*) FROM jobs AS j WHERE j.status = 'pending' "
                 "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
-                # The first IN repeats jobs_entity_open's condition so the index is usable.
-                "AND e.id < j.id AND e.status IN ('pending', 'leased', 'conflict', 'dead') "
-                "AND e.status IN ('conflict', 'dead'))"
+                # finished_at IS NULL is jobs_entity_open's condition: the index is usable.
+                "AND e.id < j.id AND e.finished_at IS NULL AND e.status IN ('conflict', 'dead'))"
             ).fetchone()
         return int(leased[0]) + int(pending[0])
 

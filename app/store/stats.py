@@ -120,13 +120,12 @@ def outstanding_depth(store: Any) -> dict[str, Any]:
     depth: dict[str, Any] = dict.fromkeys(("pending", "leased", "conflict", "dead"), 0)
     for status, count in conn.execute(
         "SELECT status, COUNT(*) FROM jobs INDEXED BY jobs_entity_open "
-        "WHERE status IN ('pending', 'leased', 'conflict', 'dead') GROUP BY status"
+        "WHERE finished_at IS NULL GROUP BY status"
     ):
         depth[status] = count
     oldest = conn.execute(
         "SELECT MIN(created_at) FROM jobs INDEXED BY jobs_entity_open "
-        "WHERE status IN ('pending', 'leased', 'conflict', 'dead') "
-        "AND status IN ('pending', 'leased')"
+        "WHERE finished_at IS NULL AND status IN ('pending', 'leased')"
     ).fetchone()[0]
     depth["oldest_pending_age_s"] = None if oldest is None else max(store.clock() - oldest, 0.0)
     return depth

@@ -335,15 +335,18 @@ class QueueMachine(RuleBasedStateMachine):
             row[0]: row
             for row in self.conn.execute(
                 "SELECT id, status, idempotency_key, attempt_count, locked_by, locked_until, "
-                "next_attempt_at, payload, entity_key, priority FROM jobs"
+                "next_attempt_at, payload, entity_key, priority, finished_at FROM jobs"
             )
         }
         assert set(found) == set(self.jobs)
         for job_id, job in self.jobs.items():
-            _, status, key, attempts, locked_by, locked_until, next_at, payload, entity, prio = (
-                found[job_id]
+            (_, status, key, attempts, locked_by, locked_until, next_at, payload, entity, prio) = (
+                found[job_id][:10]
             )
+            fin = found[job_id][10]
             assert status == job.status, job
+            # jobs_entity_open keys on it: set when done and only then.
+            assert (fin is not None) == (status == "done"), (job, fin)
             assert key == job.key, job
             assert attempts == job.attempt_count, job
             assert (locked_by, locked_until) == (job.locked_by, job.locked_until), job

@@ -149,3 +149,42 @@ def test_failed_migration_leaves_the_old_version_and_payloads(
         assert "site_code" not in [c.name for c in store.db.get_columns("work_orders")]
         version = store.db.execute_sql("SELECT MAX(version) FROM schema_version").fetchone()
         assert version == (migrations.LATEST_VERSION,)
+
+
+def test_migration_3_keys_open_jobs_on_finished_at(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:2])
+    monkeypatch.setattr(migrations, "LATEST_VERSION", 2)
+    monkeypatch.setattr(db_module, "LATEST_VERSION", 2)
+    ids = full_queue(data_dir)
+    with Store(data_dir) as store:
+        # What version 2 wrote: dead and conflicted jobs had a finished_at too.
+        store.db.execute_sql(
+            "UPDATE jobs SET finished_at = updated_at WHERE status IN ('dead', 'conflict')"
+        )
+        dead_entity = _entity(store, ids["dead"])
+        behind_dead = store.record_edit("update", dead_entity, {"site": "West"}).job_id
+    monkeypatch.undo()
+
+    with Store(data_dir) as store:
+        sql = store.db.execute_sql
+        assert sql("SELECT MAX(version) FROM schema_version").fetchone() == (3,)
+        finished = set(sql("SELECT status, finished_at IS NOT NULL FROM jobs").fetchall())
+        assert finished == {
+            ("done", 1),
+            ("dead", 0),
+            ("conflict", 0),
+            ("leased", 0),
+            ("pending", 0),
+        }
+        (index,) = sql("SELECT sql FROM sqlite_master WHERE name = 'jobs_entity_open'").fetchone()
+        assert index.endswith("WHERE finished_at IS NULL")
+        # Per-entity order still holds across the upgrade: the edit behind the dead job waits,
+        # the other pending edits go, in order.
+        claimed = [job.id for job in store.queue.claim("worker-2", limit=10)]
+        assert claimed == [ids["pending"]]
+        assert behind_dead not in claimed
+        store.queue.discard(ids["dead"])
+        later = [job.id for job in store.queue.claim("worker-2", limit=10)]
+        assert later == [behind_dead]
