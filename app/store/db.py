@@ -23,13 +23,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 from pathlib import Path
 
 import peewee as pw
 import platformdirs
 
-from app.store.errors import CorruptDatabaseError, SchemaTooNewError, storage_errors, translate
+from app.store.errors import (
+    CorruptDatabaseError,
+    SchemaTooNewError,
+    StoreError,
+    from_code,
+    storage_errors,
+    translate,
+)
 from app.store.migrations import LATEST_VERSION, migrate
 
 __all__ = [
@@ -45,6 +53,8 @@ DB_FILENAME = "fieldsync.sqlite3"
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _QUICK_CHECK_PROBLEMS = 3  # how many damaged spots quick_check reports before it stops
 _REASON_CHARS = 300
+# quick_check reports a page it could not read as a row, not as an exception.
+_UNREADABLE_PAGE = re.compile(r"unable to get the page\. error code=(\d+)")
 SYNCHRONOUS_MODES = ("FULL", "NORMAL", "EXTRA")
 
 
@@ -133,11 +143,28 @@ def _check_header(path: Path) -> None:
 
 def _check_pages(path: Path, conn: sqlite3.Connection) -> None:
     found = [row[0] for row in conn.execute(f"PRAGMA quick_check({_QUICK_CHECK_PROBLEMS})")]
-    if found != ["ok"]:
-        reason = " ".join("; ".join(found).split())  # one line, whatever SQLite wrote
-        if len(reason) > _REASON_CHARS:
-            reason = reason[: _REASON_CHARS - 1] + "…"
-        raise CorruptDatabaseError(path, f"damaged pages: {reason}")
+    problem = page_check_error(path, found)
+    if problem is not None:
+        raise problem
+
+
+def page_check_error(path: Path, found: list[str]) -> StoreError | None:
+    """What quick_check's rows mean: None for ``ok``; a storage condition when a page could
+    not be read (a failing card is not a damaged file: moving it aside would be wrong
+    advice); otherwise damage."""
+    if found == ["ok"]:
+        return None
+    reason = "; ".join(found).replace("*** in database main ***", "")
+    reason = " ".join(reason.split()).strip("; ")  # one line, whatever SQLite wrote
+    if len(reason) > _REASON_CHARS:
+        reason = reason[: _REASON_CHARS - 1] + "…"
+    for line in found:
+        unreadable = _UNREADABLE_PAGE.search(line)
+        if unreadable is not None:
+            condition = from_code(int(unreadable[1]), path, f"reading pages: {reason}")
+            if condition is not None and not isinstance(condition, CorruptDatabaseError):
+                return condition
+    return CorruptDatabaseError(path, f"damaged pages: {reason}")
 
 
 def read_schema_version(path: Path) -> int:
@@ -160,11 +187,13 @@ def read_schema_version(path: Path) -> int:
             return int(row[0] or 0)
         finally:
             conn.close()
-    except sqlite3.DatabaseError as exc:
-        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-        if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
-            raise CorruptDatabaseError(path, str(exc)) from None
-        raise
+    except sqlite3.Error as exc:
+        # Damage, and the storage conditions (busy, unreadable, I/O) as every statement has
+        # them; anything else is a bug and propagates.
+        translated = translate(exc, path)
+        if translated is None:
+            raise
+        raise translated from None
 
 
 def open_database(path: Path, *, synchronous: str = "FULL") -> pw.SqliteDatabase:

@@ -35,6 +35,7 @@ __all__ = [
     "StorageReadOnlyError",
     "StoreError",
     "WorkerLockHeldError",
+    "from_code",
     "storage_errors",
     "translate",
 ]
@@ -129,6 +130,18 @@ def _sqlite_errors(exc: BaseException) -> Iterator[sqlite3.Error]:
         seen = seen.__cause__ or seen.__context__
 
 
+def from_code(code: int, path: Path, detail: str) -> StoreError | None:
+    """The StoreError for an SQLite result code (extended codes included), or None."""
+    primary = code & 0xFF
+    if primary in _CORRUPT_CODES:
+        return CorruptDatabaseError(path, detail)
+    known = _CONDITIONS.get(primary)
+    if known is None:
+        return None
+    cls, words = known
+    return cls(f"{path}: {words} ({detail}). Queued edits are kept.")
+
+
 def translate(exc: BaseException, path: Path) -> StoreError | None:
     """The StoreError for a known SQLite condition, or None (a bug: let it propagate)."""
     if isinstance(exc, StoreError):
@@ -139,13 +152,9 @@ def translate(exc: BaseException, path: Path) -> StoreError | None:
         code = getattr(error, "sqlite_errorcode", None)
         if code is None:
             continue
-        primary = code & 0xFF
-        if primary in _CORRUPT_CODES:
-            return CorruptDatabaseError(path, str(error))
-        known = _CONDITIONS.get(primary)
-        if known is not None:
-            cls, words = known
-            return cls(f"{path}: {words} ({error}). Queued edits are kept.")
+        translated = from_code(code, path, str(error))
+        if translated is not None:
+            return translated
     return None
 
 

@@ -11,8 +11,13 @@ import pytest
 from store_support import sha256, sidecars
 
 from app.store import migrations
-from app.store.db import DB_FILENAME
-from app.store.errors import CorruptDatabaseError, SchemaTooNewError
+from app.store.db import DB_FILENAME, page_check_error
+from app.store.errors import (
+    CorruptDatabaseError,
+    SchemaTooNewError,
+    StorageConditionError,
+    StorageIOError,
+)
 from app.store.store import Store
 
 HEADER = b"SQLite format 3\x00"
@@ -153,3 +158,37 @@ def test_damaged_pages_behind_a_valid_header_are_refused_at_open(data_dir: Path)
     # file (it is in WAL mode), never a frame that could be replayed into it.
     wal = path.with_name(path.name + "-wal")
     assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_unreadable_pages_are_a_storage_condition_not_damage(tmp_path: Path) -> None:
+    path = tmp_path / DB_FILENAME
+    # quick_check's rows as SQLite writes them; 8458 is SQLITE_IOERR_READ (a failing card).
+    unreadable = ["*** in database main ***\nPage 953: unable to get the page. error code=8458"]
+    damaged = ["*** in database main ***\nPage 5: btreeInitPage() returns error code 11"]
+
+    assert page_check_error(path, ["ok"]) is None
+    condition = page_check_error(path, unreadable)
+    assert isinstance(condition, StorageIOError)
+    assert "Page 953" in str(condition)
+    assert "Queued edits are kept" in str(condition)
+    assert "move it aside" not in str(condition)
+    assert "***" not in str(condition)
+    damage = page_check_error(path, damaged)
+    assert isinstance(damage, CorruptDatabaseError)
+    assert "damaged pages: Page 5: btreeInitPage() returns error code 11" in str(damage)
+
+
+def test_open_failures_other_than_damage_are_storage_conditions(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Store(data_dir).close()
+
+    def cannot_open(*args: object, **kwargs: object) -> sqlite3.Connection:
+        error = sqlite3.OperationalError("unable to open database file")
+        error.sqlite_errorcode = sqlite3.SQLITE_CANTOPEN  # type: ignore[attr-defined]
+        raise error
+
+    # The read-only look before opening (a read-only mount with no -shm fails this way).
+    monkeypatch.setattr(sqlite3, "connect", cannot_open)
+    with pytest.raises(StorageConditionError, match="cannot be opened"):
+        Store(data_dir)
