@@ -159,6 +159,16 @@ def entities_with_open_jobs(
     return found
 
 
+def _close_conflict(conn: sqlite3.Connection, job_id: int, outcome: str, now: float) -> None:
+    """A conflicted job left the conflict another way (retried or discarded from the dead
+    letters): its conflict is closed with it, or resolving it later would revive the job."""
+    conn.execute(
+        "UPDATE conflicts SET status = 'resolved', resolved_at = ?, resolution = ? "
+        "WHERE job_id = ? AND status != 'resolved'",
+        (now, json.dumps({"outcome": outcome}), job_id),
+    )
+
+
 class JobQueue:
     """The queue over one open database. Methods are synchronous; call them off the UI loop."""
 
@@ -541,6 +551,7 @@ class JobQueue:
                 "WHERE id = ?",
                 (body, key, now, now, job_id),
             )
+            _close_conflict(conn, job_id, "retried", now)
         return str(key)
 
     def discard(self, job_id: int) -> dict[str, Any]:
@@ -556,6 +567,7 @@ class JobQueue:
             ).fetchone()
             if cursor is None:
                 raise StoreError(f"job {job_id} is not a dead or conflicted job")
+            _close_conflict(conn, job_id, "discarded", now)
             self._bump(conn, "jobs_discarded", 1)
             entry = {
                 "id": cursor[0],

@@ -231,12 +231,15 @@ class Conflicts:
                 )
                 outcome = "discarded"
             else:
-                conn.execute(
+                resent = conn.execute(
                     "UPDATE jobs SET payload = ?, idempotency_key = ?, base_version = ?, "
                     "chained = 0, status = 'pending', attempt_count = 0, next_attempt_at = ?, "
-                    "last_error = NULL, finished_at = NULL, updated_at = ? WHERE id = ?",
+                    "last_error = NULL, finished_at = NULL, updated_at = ? "
+                    "WHERE id = ? AND status = 'conflict'",
                     (json.dumps(payload), str(uuid.uuid4()), view.server_version, now, now, job_id),
                 )
+                if resent.rowcount != 1:
+                    raise InvalidEditError(f"job {job_id} is no longer in conflict")
                 local = {k: v for k, v in final.items() if k in EDITABLE_FIELDS}
                 if payload["op"] == "delete":
                     local["deleted"] = True

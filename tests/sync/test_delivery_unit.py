@@ -19,6 +19,7 @@ from app.events import AuthRequired, Event
 from app.store.backoff import BackoffPolicy
 from app.store.cache import apply_server_record
 from app.store.db import connection
+from app.store.errors import InvalidEditError
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from tests.sync.fake_server import FakeServer, json_response, record
@@ -230,6 +231,58 @@ async def test_version_conflict_on_the_same_field_is_captured(store: Store) -> N
     assert len(fake.mutation_requests) == 1  # a conflict is not retried
     # The person still sees their own value.
     assert store.cache.get(entity)["title"] == "Pump (mine)"
+
+
+async def conflicted(store: Store) -> tuple[int, str]:
+    """An update to a cached work order that the server refused with 409 (same field)."""
+    entity = str(uuid.uuid4())
+    seed(store, record(entity, 1, title="Pump"))
+    job_id = store.record_edit("update", entity, {"title": "Pump (mine)"}).job_id
+    current = record(entity, 2, title="Pump (theirs)", updated_by="phone-b")
+    fake = FakeServer()
+    fake.script.append(json_response(409, {"error": "version_conflict", "current": current}))
+    await deliver_until(store, fake, lambda: one_job(store)["status"] == "conflict")
+    return job_id, entity
+
+
+def conflict_status(store: Store, job_id: int) -> str:
+    row = (
+        connection(store.db)
+        .execute("SELECT status FROM conflicts WHERE job_id = ?", (job_id,))
+        .fetchone()
+    )
+    return str(row[0])
+
+
+@pytest.mark.parametrize("way", ["discard", "retry"])
+async def test_a_conflict_left_through_the_dead_letters_is_closed(store: Store, way: str) -> None:
+    # `fieldsync dead discard|retry` accept a conflicted job too. Its conflict must close with
+    # it: resolving it afterwards revived a discarded edit (done -> pending, sent again).
+    job_id, _ = await conflicted(store)
+    if way == "discard":
+        store.queue.discard(job_id)
+    else:
+        store.queue.retry_dead(job_id)
+    after = one_job(store)["status"]
+    assert after == ("done" if way == "discard" else "pending")
+    assert conflict_status(store, job_id) == "resolved"
+    assert Conflicts(store).views() == []
+
+    with pytest.raises(InvalidEditError, match="already resolved"):
+        Conflicts(store).resolve(job_id, "mine")
+    assert one_job(store)["status"] == after
+
+
+async def test_resolving_resends_only_a_job_still_in_conflict(store: Store) -> None:
+    job_id, _ = await conflicted(store)
+    # As if something else took the job out of conflict and left the conflict row open.
+    connection(store.db).execute(
+        "UPDATE jobs SET status = 'done', finished_at = 1 WHERE id = ?", (job_id,)
+    )
+    with pytest.raises(InvalidEditError, match="no longer in conflict"):
+        Conflicts(store).resolve(job_id, "mine")
+    assert one_job(store)["status"] == "done"
+    assert conflict_status(store, job_id) == "open", "the refused decision changed nothing"
 
 
 async def test_version_conflict_on_other_fields_merges_by_itself(store: Store) -> None:
