@@ -210,7 +210,8 @@ async def test_paused_worker_sends_nothing_until_signed_in(store: Store) -> None
 # -- 409 ---------------------------------------------------------------------------------------
 
 
-async def test_version_conflict_on_the_same_field_is_captured(store: Store) -> None:
+async def conflicted(store: Store) -> tuple[int, str, FakeServer]:
+    """An update to a cached work order that the server refused with 409 (same field)."""
     entity = str(uuid.uuid4())
     seed(store, record(entity, 1, title="Pump"))
     job_id = store.record_edit("update", entity, {"title": "Pump (mine)"}).job_id
@@ -218,6 +219,11 @@ async def test_version_conflict_on_the_same_field_is_captured(store: Store) -> N
     fake = FakeServer()
     fake.script.append(json_response(409, {"error": "version_conflict", "current": current}))
     await deliver_until(store, fake, lambda: one_job(store)["status"] == "conflict")
+    return job_id, entity, fake
+
+
+async def test_version_conflict_on_the_same_field_is_captured(store: Store) -> None:
+    job_id, entity, fake = await conflicted(store)
     view = Conflicts(store).get(job_id)
     title = {f.name: f for f in view.fields}["title"]
     assert (title.base, title.mine, title.server, title.state) == (
@@ -233,18 +239,6 @@ async def test_version_conflict_on_the_same_field_is_captured(store: Store) -> N
     assert store.cache.get(entity)["title"] == "Pump (mine)"
 
 
-async def conflicted(store: Store) -> tuple[int, str]:
-    """An update to a cached work order that the server refused with 409 (same field)."""
-    entity = str(uuid.uuid4())
-    seed(store, record(entity, 1, title="Pump"))
-    job_id = store.record_edit("update", entity, {"title": "Pump (mine)"}).job_id
-    current = record(entity, 2, title="Pump (theirs)", updated_by="phone-b")
-    fake = FakeServer()
-    fake.script.append(json_response(409, {"error": "version_conflict", "current": current}))
-    await deliver_until(store, fake, lambda: one_job(store)["status"] == "conflict")
-    return job_id, entity
-
-
 def conflict_status(store: Store, job_id: int) -> str:
     row = (
         connection(store.db)
@@ -258,7 +252,7 @@ def conflict_status(store: Store, job_id: int) -> str:
 async def test_a_conflict_left_through_the_dead_letters_is_closed(store: Store, way: str) -> None:
     # `fieldsync dead discard|retry` accept a conflicted job too. Its conflict must close with
     # it: resolving it afterwards revived a discarded edit (done -> pending, sent again).
-    job_id, _ = await conflicted(store)
+    job_id, _, _ = await conflicted(store)
     if way == "discard":
         store.queue.discard(job_id)
     else:
@@ -274,7 +268,7 @@ async def test_a_conflict_left_through_the_dead_letters_is_closed(store: Store, 
 
 
 async def test_resolving_resends_only_a_job_still_in_conflict(store: Store) -> None:
-    job_id, _ = await conflicted(store)
+    job_id, _, _ = await conflicted(store)
     # As if something else took the job out of conflict and left the conflict row open.
     connection(store.db).execute(
         "UPDATE jobs SET status = 'done', finished_at = 1 WHERE id = ?", (job_id,)
