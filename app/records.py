@@ -26,11 +26,13 @@ __all__ = [
     "Mutation",
     "Op",
     "Priority",
+    "ServerRecord",
     "Status",
     "ValidationError",
     "WorkOrder",
     "WorkOrderPatch",
     "format_validation_error",
+    "server_record_problem",
     "validate_create",
     "validate_patch",
 ]
@@ -131,6 +133,47 @@ class Mutation(_Strict):
         except ValueError:
             raise ValueError("entity_id must be a UUID") from None
         return value
+
+
+class ServerRecord(BaseModel):
+    """A record as the server sends it (changes feed, replies, conflicts), checked for what
+    the device's cache stores: the types, not the server's rules (a newer server may know
+    more statuses). Extra fields are allowed: they are kept in the snapshot and ignored."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    id: str
+    version: int = Field(ge=1)
+    title: str
+    site: str | None
+    status: str
+    priority: str
+    notes: str | None
+    assignee: str | None
+    due_date: str | None
+    deleted: bool
+    updated_at: str | None = None
+    updated_by: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_uuid(cls, value: str) -> str:
+        try:
+            uuid.UUID(value)
+        except ValueError:
+            raise ValueError("id must be a UUID") from None
+        return value
+
+
+def server_record_problem(record: object) -> str | None:
+    """Why a record from the server cannot be stored (one line), or None if it can."""
+    if not isinstance(record, dict):
+        return f"a record must be an object, not {type(record).__name__}"
+    try:
+        ServerRecord.model_validate(record)
+    except ValidationError as exc:
+        return f"record {str(record.get('id'))[:40]!r}: {format_validation_error(exc)}"
+    return None
 
 
 def validate_create(fields: dict[str, Any]) -> dict[str, Any]:

@@ -133,6 +133,33 @@ class WorkOrderCache:
             _insert_local_sql(tuple(fields)), (entity_id, *fields.values(), "local", now)
         )
 
+    def restore_visible(self, entity_id: str, now: float) -> None:
+        """A local edit was given up: show the server's record again, with the edits still
+        queued on top. A work order the server never had, with nothing queued, goes away."""
+        conn = connection(self.db)
+        row = conn.execute(
+            "SELECT server_snapshot FROM work_orders WHERE id = ?", (entity_id,)
+        ).fetchone()
+        if row is None:
+            return
+        queued = [
+            orjson.loads(payload)
+            for (payload,) in conn.execute(
+                "SELECT payload FROM jobs WHERE entity_key = ? AND finished_at IS NULL ORDER BY id",
+                (entity_id,),
+            )
+        ]
+        if row[0] is None:
+            if not queued:
+                conn.execute("DELETE FROM work_orders WHERE id = ?", (entity_id,))
+            return  # a create still queued holds the fields already
+        visible = dict(zip(EDITABLE_FIELDS, _visible_values(orjson.loads(row[0])), strict=True))
+        for payload in queued:
+            visible.update(payload.get("fields", {}))
+            if payload.get("op") == "delete":
+                visible["deleted"] = True
+        self.apply_local(entity_id, visible, now)
+
     def apply_local(self, entity_id: str, fields: dict[str, Any], now: float) -> None:
         assignments = ", ".join(f"{name} = ?" for name in fields)
         connection(self.db).execute(
@@ -193,16 +220,21 @@ def apply_server_records(
     return set(ids) - kept
 
 
-def _server_row(record: dict[str, Any], now: float, etag: str | None = None) -> tuple[Any, ...]:
-    """The parameters of the upserts below for one server record."""
-    version = int(record["version"])
+def _visible_values(record: dict[str, Any]) -> list[Any]:
+    """A server record's editable fields as the cache stores them, in EDITABLE_FIELDS order."""
     values = [record.get(name) for name in EDITABLE_FIELDS]
     values[_DELETED] = bool(values[_DELETED])
     for index in _CLEARABLE:
         values[index] = values[index] or ""
+    return values
+
+
+def _server_row(record: dict[str, Any], now: float, etag: str | None = None) -> tuple[Any, ...]:
+    """The parameters of the upserts below for one server record."""
+    version = int(record["version"])
     return (
         str(record["id"]),
-        *values,
+        *_visible_values(record),
         version,
         etag or f'"{version}"',
         orjson.dumps(record, option=orjson.OPT_SORT_KEYS).decode(),

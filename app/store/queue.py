@@ -555,19 +555,32 @@ class JobQueue:
         return str(key)
 
     def discard(self, job_id: int) -> dict[str, Any]:
-        """Give up on a dead or conflicted job; returns its row for the audit log."""
+        """Give up on a dead or conflicted job; returns its row for the audit log.
+
+        ``Store.discard`` also puts the work order's visible fields back: call that one."""
         now = self.clock()
         with WriteTransaction(self.db, self.path) as conn:
             cursor = conn.execute(
                 "UPDATE jobs SET status = 'done', last_error = 'discarded: ' || "
                 "COALESCE(last_error, ''), updated_at = ?, finished_at = ? "
                 "WHERE id = ? AND status IN ('dead', 'conflict') "
-                "RETURNING id, entity_key, payload, idempotency_key, last_error",
+                "RETURNING id, entity_key, payload, idempotency_key, last_error, base_version",
                 (now, now, job_id),
             ).fetchone()
             if cursor is None:
                 raise StoreError(f"job {job_id} is not a dead or conflicted job")
             _close_conflict(conn, job_id, "discarded", now)
+            if cursor[5] is not None:
+                # The next edit of this work order was made on top of this one, which never
+                # reached the server: it is based on what this one was based on. Sent against
+                # the latest version instead, it would overwrite whatever changed there since
+                # without a conflict (the person who just chose "theirs" would lose it).
+                conn.execute(
+                    "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
+                    "WHERE id = (SELECT MIN(id) FROM jobs WHERE entity_key = ? AND id > ? "
+                    "AND finished_at IS NULL) AND chained = 1",
+                    (cursor[5], cursor[1], job_id),
+                )
             self._bump(conn, "jobs_discarded", 1)
             entry = {
                 "id": cursor[0],

@@ -88,6 +88,14 @@ class Store:
         with WriteTransaction(self.db, self.path):
             return self._record(op, entity_id, fields, base_version, priority)
 
+    def discard(self, job_id: int) -> dict[str, Any]:
+        """Give up on a dead or conflicted edit (kept in the audit log), and show the work
+        order as the server has it plus the edits still queued, atomically."""
+        with WriteTransaction(self.db, self.path):
+            entry = self.queue.discard(job_id)
+            self.cache.restore_visible(str(entry["entity_key"]), self.clock())
+        return entry
+
     def import_records(self, records: Iterable[dict[str, Any]], *, chunk: int = 500) -> list[str]:
         """Bulk offline creates, one transaction per chunk, at import priority.
 

@@ -217,7 +217,7 @@ class Conflicts:
             else:
                 payload = None
             if payload is None:
-                self.store.queue.discard(job_id)
+                self.store.discard(job_id)
                 apply_server_record(
                     conn,
                     {
@@ -342,7 +342,7 @@ class Conflicts:
         now = self.store.clock()
         with storage_errors(self.store.path), self.store.db.atomic():
             conn = connection(self.store.db)
-            self.store.queue.discard(job_id)
+            self.store.discard(job_id)
             apply_server_record(conn, record, now)
             conn.execute(
                 "UPDATE conflicts SET status = 'resolved', resolved_at = ?, resolution = ? "

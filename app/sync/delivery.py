@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.records import EDITABLE_FIELDS
+from app.records import EDITABLE_FIELDS, server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
 from app.store.db import connection
 from app.store.queue import ClaimedJob, Outcome
@@ -87,15 +87,15 @@ def requeue_with(
     )
 
 
-def _record_of(reply: Reply, key: str) -> dict[str, Any] | None:
-    if reply.body is None:
-        return None
-    record = reply.body.get(key)
-    if not isinstance(record, dict) or not isinstance(record.get("version"), int):
-        return None
-    if not isinstance(record.get("id"), str):
-        return None
-    return record
+def _record_of(reply: Reply, key: str) -> tuple[dict[str, Any] | None, str]:
+    """The reply's record under ``key`` if the cache can store it, else None and why."""
+    record = None if reply.body is None else reply.body.get(key)
+    if record is None:
+        return None, f"the reply lacks the expected record ({key!r})"
+    problem = server_record_problem(record)
+    if problem is not None:
+        return None, f"unusable {problem}"
+    return record, ""
 
 
 def _reason(reason: str, reply: Reply) -> str:
@@ -142,15 +142,16 @@ def apply_replies(
                 verdict_kind = "malformed"
             else:
                 verdict_kind = verdict.kind
+            problem = reply.raw_error or ""
             if verdict_kind == "success":
-                record = _record_of(reply, "record")
+                record, problem = _record_of(reply, "record")
                 if record is None:
                     verdict_kind = "malformed"
                 else:
                     successes.append((job, reply, record))
                     continue
             if verdict_kind == "conflict":
-                current = _record_of(reply, "current")
+                current, problem = _record_of(reply, "current")
                 if current is None:
                     verdict_kind = "malformed"
                 else:
@@ -159,7 +160,7 @@ def apply_replies(
                     )
                     continue
             if verdict_kind == "malformed":
-                problem = reply.raw_error or "the reply lacks the expected record"
+                problem = problem or "the reply is not the expected JSON"
                 queue.retry(job, Outcome(f"malformed reply: {problem}", reply.status, duration_ms))
                 report.retried += 1
                 report.tally[f"retried:{job.topic}"] += 1
@@ -248,6 +249,14 @@ def _conflict(
         base = None
         merge_base = dict.fromkeys(EDITABLE_FIELDS, _UNKNOWN)
     merge = three_way(merge_base, mine, current)
+    if op == "update" and not current.get("deleted") and not merge.overlapping and not merge.patch:
+        # Nothing of mine is missing on the server (my edit set values the base already had):
+        # done, and the server's values show. An empty patch would be refused as invalid.
+        queue.ack(job, Outcome(None, 409, duration_ms), result_version=current["version"])
+        apply_server_record(conn, current, now)
+        report.done += 1
+        report.tally["conflicts_auto_merged"] += 1
+        return
     apply_server_record(conn, current, now)
     if op == "update" and not current.get("deleted") and not merge.overlapping:
         # Changed on different fields: merge by itself and send only what the server lacks.

@@ -15,7 +15,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from app.events import (
 )
 from app.executor import StoreExecutor
 from app.metrics import EngineMetrics
+from app.store.backoff import backoff_delay
 from app.store.errors import StorageConditionError, WorkerLockHeldError
 from app.store.lock import WorkerLock
 from app.store.stats import outstanding_depth
@@ -43,7 +44,13 @@ from app.sync.delivery import (
     apply_replies,
     build_mutations,
 )
-from app.sync.errors import AuthError, SyncError, TransientError
+from app.sync.errors import (
+    AuthError,
+    MalformedReplyError,
+    ServerBusyError,
+    SyncError,
+    TransientError,
+)
 from app.sync.ratelimit import TokenBucket
 from app.sync.reconcile import Reconciler, ReconcileReport
 from app.sync.transport import BatchItem, Reply, ServerClient, TransportConfig
@@ -53,6 +60,9 @@ __all__ = ["SyncConfig", "SyncEngine"]
 log = logging.getLogger(__name__)
 
 QUEUE_EVENT_INTERVAL_S = 0.25
+#: The wall clock and the monotonic clock disagreeing by more than this between two sweeps
+#: means the device clock was set: retry and lease times are bounded again.
+CLOCK_JUMP_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -125,6 +135,10 @@ class SyncEngine:
         self._stopping = False
         self._reconcile_due = True
         self._last_pull = 0.0
+        # A pull the server answered "busy" (429/503) waits until then (its Retry-After, or a
+        # growing backoff); deliveries go on meanwhile.
+        self._pull_not_before = 0.0
+        self._pulls_refused = 0
         self._idle = asyncio.Event()
         self._in_flight: list[list[Any]] = []
         self._queue_published_at = 0.0
@@ -244,12 +258,22 @@ class SyncEngine:
         self.store.queue.reclaim_expired()
         self.store.queue.clamp_times()
 
+    def _periodic_sweep(self, clock_moved: bool) -> None:
+        self.store.queue.reclaim_expired()
+        if clock_moved:
+            # Set back a day during a backoff, a job would wait a day: bound it again.
+            self.store.queue.clamp_times()
+
     async def _loop(self) -> None:
         last_sweep = time.monotonic()
+        last_wall = self.store.clock()
         while not self._stopping:
             if time.monotonic() - last_sweep >= self.config.sweep_interval_s:
-                await self.executor.run(self.store.queue.reclaim_expired)
-                last_sweep = time.monotonic()
+                elapsed = time.monotonic() - last_sweep
+                wall = self.store.clock()
+                clock_moved = abs((wall - last_wall) - elapsed) > CLOCK_JUMP_S
+                await self.executor.run(self._periodic_sweep, clock_moved)
+                last_sweep, last_wall = time.monotonic(), wall
             if self.auth_paused:
                 self._idle.set()
                 await self._sleep(None)
@@ -268,13 +292,14 @@ class SyncEngine:
                 if self._queue_dirty:
                     # The flush just ended: show "all sent" now, not after the pull.
                     await self._publish_queue(force=True)
-                if self._reconcile_due or time.monotonic() - self._last_pull > (
+                pull_due = self._reconcile_due or time.monotonic() - self._last_pull > (
                     self.config.pull_interval_s
-                ):
-                    await self._reconcile()
+                )
+                if pull_due and time.monotonic() >= self._pull_not_before:
+                    await self._answered(self._reconcile())
                     continue
-                if self._revalidate_ids:
-                    await self._revalidate_read()
+                if self._revalidate_ids and time.monotonic() >= self._pull_not_before:
+                    await self._answered(self._revalidate_read())
                     continue
             except AuthError as exc:
                 self._pause_for_auth(str(exc))
@@ -304,12 +329,35 @@ class SyncEngine:
             return False
         return not (self.connectivity.metered and not self.config.sync_on_metered)
 
+    async def _answered(self, reading: Coroutine[Any, Any, None]) -> None:
+        """Run a pull or a read. A server that answers busy (429/503) or with a reply the
+        device cannot use is online: reads wait as it asked (Retry-After) or with a growing
+        backoff, not counted as network failures, while deliveries go on."""
+        try:
+            await reading
+        except (ServerBusyError, MalformedReplyError) as exc:
+            self.last_error = str(exc)
+            log.warning("pull deferred: %s", exc)
+            self._pulls_refused += 1
+            delay = backoff_delay(
+                self._pulls_refused,
+                self.store.queue.config.backoff,
+                self.rng,
+                retry_after=exc.retry_after,
+            )
+            self._pull_not_before = time.monotonic() + delay
+            self._reconcile_due = True
+
     async def _until_next_due(self) -> float:
         next_at = await self.executor.run(self.store.queue.next_attempt_at)
         wait = self.config.sweep_interval_s
         if next_at is not None:
             wait = min(wait, max(next_at - self.store.clock(), 0.05))
-        pull_in = self.config.pull_interval_s - (time.monotonic() - self._last_pull)
+        now = time.monotonic()
+        pull_in = self.config.pull_interval_s - (now - self._last_pull)
+        if self._reconcile_due:
+            pull_in = 0.0
+        pull_in = max(pull_in, self._pull_not_before - now)
         return max(min(wait, pull_in), 0.05)
 
     async def _sleep(self, seconds: float | None) -> None:
@@ -449,6 +497,7 @@ class SyncEngine:
         await self._send_escalations()
         self.events.publish(SyncProgress(0, 0, "pull"))
         report = await self.reconciler.run(tuple(self.priority_ids))
+        self._pulls_refused = 0
         self._reconcile_due = False
         self._last_pull = time.monotonic()
         self.last_sync_at = time.time()
@@ -464,7 +513,11 @@ class SyncEngine:
     async def _revalidate_read(self) -> None:
         ids, self._revalidate_ids = self._revalidate_ids, set()
         report = ReconcileReport()
-        await self.reconciler.revalidate(ids, report, stale_after_s=self.config.stale_after_s)
+        try:
+            await self.reconciler.revalidate(ids, report, stale_after_s=self.config.stale_after_s)
+        except SyncError:
+            self._revalidate_ids |= ids  # read again later, not forgotten
+            raise
         if report.changed_ids:
             self.events.publish(RecordsChanged(frozenset(report.changed_ids)))
 

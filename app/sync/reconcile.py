@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.executor import StoreExecutor
+from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
 from app.store.db import WriteTransaction, connection
 from app.store.settings import read_setting, write_setting
@@ -67,12 +68,14 @@ def _record_of(body: dict[str, Any] | None) -> Any:
     return None if body is None else body.get("record")
 
 
-def _valid_record(record: object) -> bool:
-    return (
-        isinstance(record, dict)
-        and isinstance(record.get("id"), str)
-        and isinstance(record.get("version"), int)
-    )
+def _usable_record(reply: Reply, what: str) -> dict[str, Any]:
+    """The record of a 200 reply, or MalformedReplyError saying what is wrong with it."""
+    record = _record_of(reply.body)
+    problem = server_record_problem(record)
+    if problem is not None:
+        raise MalformedReplyError(f"{what}: unusable {problem}")
+    assert isinstance(record, dict)
+    return record
 
 
 class Reconciler:
@@ -98,8 +101,11 @@ class Reconciler:
             next_token = body.get("next")
             if not isinstance(changes, list) or next_token is None:
                 raise MalformedReplyError("changes feed reply lacks changes or next")
-            if not all(_valid_record(record) for record in changes):
-                raise MalformedReplyError("changes feed holds a record without id or version")
+            for record in changes:
+                problem = server_record_problem(record)
+                if problem is not None:
+                    # Not skipped: the page (and the token) wait until the server is fixed.
+                    raise MalformedReplyError(f"changes feed holds an unusable {problem}")
             changed, kept = await self.executor.run(
                 apply_page, self.store, changes, str(next_token)
             )
@@ -130,7 +136,8 @@ class Reconciler:
             reply = await self.client.record(entity_id, row["etag"])
             if reply.status == 304:
                 await self.executor.run(self._touch, entity_id)
-            elif reply.status == 200 and _valid_record(record := _record_of(reply.body)):
+            elif reply.status == 200:
+                record = _usable_record(reply, "record")
                 await self.executor.run(self._apply_one, record, reply.etag)
                 report.changed_ids.add(entity_id)
             else:
@@ -159,9 +166,8 @@ class Reconciler:
             ):
                 continue
             record_reply = await self.client.record(entity_id)
-            record = _record_of(_check(record_reply, "record"))
-            if not _valid_record(record):
-                raise MalformedReplyError("record reply lacks id or version")
+            _check(record_reply, "record")
+            record = _usable_record(record_reply, "record")
             await self.executor.run(
                 self.conflicts.close_reviewed, job_id, str(review["status"]), record
             )

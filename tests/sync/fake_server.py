@@ -44,10 +44,12 @@ class FakeServer:
 
     ``script`` holds what the next mutation requests get: a Response, an exception to raise
     (httpx.ConnectError...), or a function of the request. When it runs out, mutations succeed.
+    ``changes`` does the same for the changes feed, which is empty once it runs out.
     """
 
     def __init__(self, date_offset_s: float = 0.0) -> None:
         self.script: list[Scripted] = []
+        self.changes: list[Scripted] = []
         self.requests: list[httpx.Request] = []
         self.date_offset_s = date_offset_s
         self.transport = httpx.MockTransport(self.handle)
@@ -72,17 +74,22 @@ class FakeServer:
         if path == "/healthz":
             return json_response(200, {"status": "ok"})
         if path == "/v1/changes":
+            if self.changes:
+                return self._play(self.changes.pop(0), request)
             return json_response(200, {"changes": [], "next": "0", "has_more": False})
         if path.startswith("/v1/mutations"):
             if self.script:
-                scripted = self.script.pop(0)
-                if isinstance(scripted, Exception):
-                    raise scripted
-                if isinstance(scripted, httpx.Response):
-                    return scripted
-                return scripted(request)
+                return self._play(self.script.pop(0), request)
             return self.apply(request)
         return json_response(404, {"error": "not_found"})
+
+    @staticmethod
+    def _play(scripted: Scripted, request: httpx.Request) -> httpx.Response:
+        if isinstance(scripted, Exception):
+            raise scripted
+        if isinstance(scripted, httpx.Response):
+            return scripted
+        return scripted(request)
 
     @staticmethod
     def applied(mutation: dict[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -186,6 +186,30 @@ async def test_edit_against_a_server_delete_offers_restore(
     assert (record["deleted"], record["notes"]) == (False, "pump replaced")
 
 
+async def test_keeping_theirs_is_not_undone_by_my_next_edit_of_the_same_field(
+    store: Store, server: EmbeddedServer, token_a: str, api_a: ServerApi
+) -> None:
+    # Two offline edits of one title, the second made on top of the first; the office
+    # retitles it meanwhile. The first edit conflicts and the person keeps the office's
+    # title. The second was made without seeing it either: it must conflict too, not go
+    # out against the newest version and silently overwrite what the person just kept.
+    entity = store.record_edit("create", None, {"title": "Pump"}).entity_id
+    await sync_until_idle(store, server.base_url, token_a)
+    first = store.record_edit("update", entity, {"title": "Pump (A1)"}).job_id
+    second = store.record_edit("update", entity, {"title": "Pump (A2)"}).job_id
+    assert api_a.update(entity, 1, title="Office title").status_code == 200
+    await sync_until_idle(store, server.base_url, token_a)
+    assert Conflicts(store).get(first).overlapping == ("title",)
+
+    assert Conflicts(store).resolve(first, "theirs") == "discarded"
+    await sync_until_idle(store, server.base_url, token_a)
+
+    assert server_record(api_a, entity)["title"] == "Office title"
+    assert {row["id"]: row["status"] for row in job_rows(store)}[second] == "conflict"
+    title = {f.name: f for f in Conflicts(store).get(second).fields}["title"]
+    assert (title.mine, title.server) == ("Pump (A2)", "Office title")
+
+
 async def test_delete_against_a_server_edit_is_a_conflict(
     store: Store,
     other_store: Store,

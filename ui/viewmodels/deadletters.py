@@ -334,7 +334,7 @@ class DeadLetterModel(QAbstractListModel):
         done = 0
         for job_id in job_ids:
             try:
-                await self._services.executor.run(self._services.store.queue.discard, job_id)
+                await self._services.executor.run(self._services.store.discard, job_id)
                 done += 1
             except StoreError as exc:
                 self.message.emit(str(exc))
