@@ -32,6 +32,7 @@ __all__ = [
     "WorkOrder",
     "WorkOrderPatch",
     "format_validation_error",
+    "printable",
     "server_record_problem",
     "validate_create",
     "validate_patch",
@@ -48,7 +49,7 @@ Op = Literal["create", "update", "delete"]
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def _printable(value: str) -> str:
+def printable(value: str) -> str:
     """No control characters but tab and line breaks: PostgreSQL cannot store a NUL, and the
     others only hide text from the person reading it."""
     if _CONTROL.search(value):
@@ -56,9 +57,9 @@ def _printable(value: str) -> str:
     return value
 
 
-Title = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
-ShortText = Annotated[str, Field(max_length=200), AfterValidator(_printable)]
-Notes = Annotated[str, Field(max_length=10_000), AfterValidator(_printable)]
+Title = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(printable)]
+ShortText = Annotated[str, Field(max_length=200), AfterValidator(printable)]
+Notes = Annotated[str, Field(max_length=10_000), AfterValidator(printable)]
 
 #: Fields a person (or device) may set; everything else on a record is owned by the server.
 EDITABLE_FIELDS: tuple[str, ...] = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -32,6 +33,7 @@ __all__ = [
     "CurrentDevice",
     "IdempotencyKeyHeader",
     "ServerContext",
+    "idempotency_key_problem",
     "install_error_handlers",
     "reply_response",
 ]
@@ -95,12 +97,23 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_invalid(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, RequestValidationError)
-        detail = jsonable_encoder(error.errors(), exclude={"url", "ctx"})
+        errors = jsonable_encoder(error.errors(), exclude={"url", "ctx"})
+        detail = [_json_safe(item) for item in errors]
         return JSONResponse({"error": "invalid_payload", "detail": detail}, status_code=422)
 
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_invalid)
+
+
+def _json_safe(item: Any) -> Any:
+    """A validation error item as JSON can carry it: the ``input`` it repeats may be NaN or
+    hold a lone surrogate, which would turn the 422 into a 500."""
+    try:
+        json.dumps(item, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        return {**item, "input": "(not representable as JSON)"}
+    return item
 
 
 class CorrelationMiddleware:
@@ -221,13 +234,34 @@ async def _admin(device: CurrentDevice) -> AuthenticatedDevice:
 Admin = Annotated[AuthenticatedDevice, Depends(_admin)]
 
 
+_KEY_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def idempotency_key_problem(key: object) -> dict[str, str] | None:
+    """The 400 body for an unusable idempotency key (header or batch item), or None.
+
+    A NUL cannot be stored by PostgreSQL and a lone surrogate cannot be written back as
+    UTF-8: both used to fail the whole request with a 500."""
+    if not isinstance(key, str) or not key.strip():
+        return {"error": "missing_idempotency_key"}
+    if len(key) > 255:
+        return {"error": "invalid_idempotency_key", "detail": "1-255 characters"}
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return {"error": "invalid_idempotency_key", "detail": "not valid Unicode text"}
+    if _KEY_CONTROL.search(key):
+        return {"error": "invalid_idempotency_key", "detail": "no control characters"}
+    return None
+
+
 async def _idempotency_key(
     key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> str:
-    if key is None or not key.strip():
-        raise ApiError(400, {"error": "missing_idempotency_key"})
-    if len(key) > 255:
-        raise ApiError(400, {"error": "invalid_idempotency_key", "detail": "1-255 characters"})
+    problem = idempotency_key_problem(key)
+    if problem is not None:
+        raise ApiError(400, problem)
+    assert key is not None
     return key
 
 

@@ -179,8 +179,13 @@ def _claim(
         found = _stored_keys(store, device_id, [call.key for call in calls])
     stale_before = now - settings.idempotency_lease_seconds
     for call in calls:
-        row = found[call.key]
-        if row.claim_token == token and row.state == _PROCESSING:
+        row = found.get(call.key)
+        if row is None:
+            # Released (its effect failed) or pruned by another process between this claim's
+            # insert and its read (PostgreSQL reads each statement's latest commit): in use.
+            retry = settings.in_use_retry_after_seconds
+            answered[call.key] = Reply(409, {"error": "idempotency_key_in_use"}, retry_after=retry)
+        elif row.claim_token == token and row.state == _PROCESSING:
             owned[call.key] = (row.id, token)
         elif (
             row.state == _PROCESSING

@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from app.records import ValidationError, validate_patch
+from app.records import ValidationError, printable, validate_patch
 from server.conflicts import (
     STATUSES,
     audit_entries,
@@ -54,7 +54,7 @@ class RaiseConflict(BaseModel):
     entity_id: str
     base_version: int | None = Field(default=None, ge=1, le=INTEGER_MAX)
     mine: dict[str, Any]
-    note: str | None = Field(default=None, max_length=2000)
+    note: Annotated[str, Field(max_length=2000), AfterValidator(printable)] | None = None
 
 
 ConflictId = Annotated[int, Path(ge=1, le=BIGINT_MAX)]

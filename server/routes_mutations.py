@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,7 +13,14 @@ from pydantic import BaseModel, Field
 from app.records import Mutation
 from server.auth import AuthenticatedDevice
 from server.database import ChangeSequence
-from server.http import ApiError, CurrentDevice, IdempotencyKeyHeader, ServerContext, reply_response
+from server.http import (
+    ApiError,
+    CurrentDevice,
+    IdempotencyKeyHeader,
+    ServerContext,
+    idempotency_key_problem,
+    reply_response,
+)
 from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.metrics import Metrics
 from server.mutation_batch import apply_mutation_batch
@@ -57,6 +65,14 @@ def count_reply(metrics: Metrics, device: str, reply: Reply) -> None:
         metrics.inc("fieldsync_version_conflicts_total", device)
     else:
         metrics.inc("fieldsync_mutations_rejected_total", device)
+
+
+def _echoable(key: object) -> bool:
+    try:
+        json.dumps(key, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError):
+        return False
+    return True
 
 
 def _call(
@@ -134,8 +150,9 @@ def post_batch(request: Request, device: CurrentDevice, batch: BatchRequest) -> 
         raw = dict(item)
         key = raw.pop("idempotency_key", None)
         keys.append(key)
-        if not isinstance(key, str) or not key.strip() or len(key) > 255:
-            early[index] = Reply(400, {"error": "missing_idempotency_key"})
+        problem = idempotency_key_problem(key)
+        if problem is not None:
+            early[index] = Reply(400, problem)
             continue
         try:
             valid = validate_mutation(raw)
@@ -161,7 +178,8 @@ def post_batch(request: Request, device: CurrentDevice, batch: BatchRequest) -> 
         reply = replies[index]
         count_reply(context.metrics, device.name, reply)
         result: dict[str, Any] = {
-            "idempotency_key": key,
+            # Echoed as sent when JSON can carry it (a NaN or a lone surrogate cannot).
+            "idempotency_key": key if _echoable(key) else None,
             "status": reply.status,
             "body": reply.body,
             "replayed": reply.replayed,

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from server.embedded import EmbeddedServer
+from tests.server.bad_text import check_unrepresentable_input_is_refused_not_a_crash
 from tests.support.api import ServerApi, create_body, new_id
 
 
@@ -102,3 +103,7 @@ def test_a_device_drains_10000_edits_in_batches_under_the_default_limits(
         assert {r["status"] for r in response.json()["results"]} == {201}
     assert server.store.tables.WorkOrder.select().count() == 10_000
     assert time.monotonic() - started < 120
+
+
+def test_unrepresentable_keys_and_input_are_refused_not_a_crash(api: ServerApi) -> None:
+    check_unrepresentable_input_is_refused_not_a_crash(api)

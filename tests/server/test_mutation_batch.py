@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from server import idempotency
 from server.database import ChangeSequence, Store, open_store
 from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.mutation_batch import RECORD_COLUMNS, apply_mutation_batch
@@ -187,3 +188,25 @@ def test_a_claim_taken_over_meanwhile_rolls_back_only_its_own_effect(sqlite_url:
     applied = [row.id for row in table.select().order_by(table.seq)]
     assert applied == [mutations[0].entity_id, mutations[2].entity_id]
     store.close()
+
+
+def test_a_claim_row_released_by_another_process_mid_claim_is_in_use_not_a_crash(
+    store: Store, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On PostgreSQL each statement reads the latest commit: another process holding the same
+    # key can release its claim (its effect failed) between this claim's INSERT ... ON
+    # CONFLICT DO NOTHING and its read. That read then lacked the key: KeyError, a 500.
+    settings = Settings(db_url=sqlite_url)
+    calls, _ = create_calls(store, 3)
+    insert = idempotency._insert_claims
+
+    def released_meanwhile(*args: Any) -> None:
+        insert(*args)
+        keys = store.tables.IdempotencyKey
+        keys.delete().where(keys.key == "k1").execute()
+
+    monkeypatch.setattr(idempotency, "_insert_claims", released_meanwhile)
+    replies = execute_idempotent(store, 1, calls, settings)
+    assert [r.status for r in replies] == [201, 409, 201]
+    assert replies[1].body == {"error": "idempotency_key_in_use"}
+    assert replies[1].retry_after == settings.in_use_retry_after_seconds

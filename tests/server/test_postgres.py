@@ -14,6 +14,7 @@ from server.cli import main
 from server.database import open_store
 from server.embedded import start_server
 from server.mutations import apply_mutation, validate_mutation
+from tests.server.bad_text import check_unrepresentable_input_is_refused_not_a_crash
 from tests.server.test_concurrency import (
     batch_pool,
     check_each_key_applied_once,
@@ -169,6 +170,16 @@ def test_contract_basics_on_postgres(pg_url: str) -> None:
             assert len(api.all_changes(limit=1)) == 2
             response = httpx.get(server.base_url + "/healthz")
             assert response.status_code == 200
+        finally:
+            api.close()
+
+
+def test_unrepresentable_input_is_refused_on_postgres(pg_url: str) -> None:
+    # PostgreSQL cannot store a NUL: a key or a note holding one was a 500 there.
+    with start_server(pg_url) as server:
+        api = ServerApi(server.base_url, server.add_device("phone-1"))
+        try:
+            check_unrepresentable_input_is_refused_not_a_crash(api)
         finally:
             api.close()
 
