@@ -12,9 +12,11 @@ import pytest
 
 from app.credentials import NoKeyringError
 from app.events import AuthRequired, ConnectivityChanged, EventBus, QueueChanged, SyncProgress
+from app.store.errors import StorageBusyError
 from app.store.store import Store
 from tests.ui.conftest import Runner, add_orders, make_dead
 from ui.services import Services
+from ui.viewmodels import editor as editor_module
 from ui.viewmodels.deadletters import DeadLetterModel, validate_payload
 from ui.viewmodels.diagnostics import DiagnosticsViewModel
 from ui.viewmodels.editor import EditorViewModel
@@ -73,6 +75,40 @@ def test_editor_validates_like_the_server_and_saves_pending(
     assert editor.entityId == entity_id
     assert (editor.badge, editor.unsynced, editor.dirty) == ("pending", True, False)
     assert store.cache.get(entity_id)["due_date"] == "2026-12-31"
+
+
+def test_editor_shows_the_work_order_last_opened_whatever_finishes_later(
+    run: Runner, services: Services, root: Any, store: Store, monkeypatch: Any
+) -> None:
+    first, second = add_orders(store, 2)
+    editor = EditorViewModel(services, root)
+    editor.load(first)
+    run(editor.wait_idle())
+    editor.setField("notes", "seals checked")
+    # Save, then Back and open the other one before the save's reload comes back.
+    editor.save()
+    editor.load(second)
+    assert not editor.canSave, "nothing can be saved before the second one is read"
+    assert editor.fields["title"] == "", "nothing of the first one stays on screen"
+    run(editor.wait_idle())
+    assert editor.entityId == second
+    assert editor.fields["title"] == store.cache.get(second)["title"]
+    assert store.cache.get(first)["notes"] == "seals checked"
+
+    # Opening fails (the store is locked): the screen shows neither record, and Save is off.
+    def locked(*args: Any) -> Any:
+        raise StorageBusyError("database is locked")
+
+    monkeypatch.setattr(editor_module, "_load", locked)
+    messages: list[str] = []
+    editor.message.connect(messages.append)
+    editor.load(first)
+    run(editor.wait_idle())
+    assert editor.entityId == first
+    assert not editor.loaded
+    assert not editor.canSave
+    assert editor.fields["title"] == ""
+    assert messages == ["Could not open this work order: database is locked"]
 
 
 def test_editor_edit_revert_and_nothing_changed(

@@ -35,7 +35,7 @@ ColumnLayout {
                 }
             }
         }
-        Label {
+        PlainLabel {
             anchors.centerIn: parent
             visible: chart.values.length === 0
             text: "No data yet"
@@ -48,7 +48,7 @@ ColumnLayout {
         spacing: 4
         Repeater {
             model: chart.labels
-            Label {
+            PlainLabel {
                 required property var modelData
                 width: (chart.width - 8 - 4 * (chart.labels.length - 1)) / Math.max(1, chart.labels.length)
                 horizontalAlignment: Text.AlignHCenter

@@ -34,7 +34,7 @@ Pane {
             spacing: 8
 
             // No conflict chosen: the open ones.
-            Label {
+            PlainLabel {
                 visible: !page.vm.hasCurrent
                 text: page.vm.openConflicts.length === 0 ? "No open conflicts." : "Open conflicts — choose one:"
                 wrapMode: Text.WordWrap
@@ -49,7 +49,7 @@ Pane {
                     Layout.fillWidth: true
                     implicitHeight: Math.max(56, rowText.implicitHeight + 16)
                     onClicked: page.vm.openJob(modelData.jobId)
-                    contentItem: Label {
+                    contentItem: PlainLabel {
                         id: rowText
                         text: "<b>" + page.escaped(modelData.title) + "</b><br>" + page.escaped(modelData.text) + (modelData.waiting ? " (waiting for review)" : "")
                         textFormat: Text.StyledText
@@ -58,7 +58,7 @@ Pane {
                 }
             }
 
-            Label {
+            PlainLabel {
                 visible: page.vm.hasCurrent
                 objectName: "conflictTitle"
                 text: page.vm.title
@@ -67,7 +67,7 @@ Pane {
                 wrapMode: Text.WordWrap
                 Layout.fillWidth: true
             }
-            Label {
+            PlainLabel {
                 visible: page.vm.hasCurrent
                 objectName: "conflictExplanation"
                 text: page.vm.explanation
@@ -86,7 +86,7 @@ Pane {
                     ColumnLayout {
                         width: parent.width
                         spacing: 4
-                        Label {
+                        PlainLabel {
                             text: "<b>" + page.escaped(fieldFrame.modelData.label) + "</b> — " + page.escaped(fieldFrame.modelData.stateText)
                             textFormat: Text.StyledText
                             wrapMode: Text.WordWrap
@@ -97,9 +97,9 @@ Pane {
                             columnSpacing: 12
                             rowSpacing: 2
                             Layout.fillWidth: true
-                            Label { text: "Before: " + fieldFrame.modelData.base; wrapMode: Text.WrapAnywhere; Layout.fillWidth: true; Layout.preferredWidth: 1 }
-                            Label { text: "Mine: " + fieldFrame.modelData.mine; wrapMode: Text.WrapAnywhere; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "mine" }
-                            Label { text: "Server: " + fieldFrame.modelData.server; wrapMode: Text.WrapAnywhere; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "theirs" }
+                            PlainLabel { text: "Before: " + fieldFrame.modelData.base; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1 }
+                            PlainLabel { text: "Mine: " + fieldFrame.modelData.mine; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "mine" }
+                            PlainLabel { text: "Server: " + fieldFrame.modelData.server; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "theirs" }
                         }
                         RowLayout {
                             visible: fieldFrame.modelData.needsChoice

@@ -30,7 +30,7 @@ Pane {
             width: flick.width - 24
             spacing: 8
 
-            Label {
+            PlainLabel {
                 text: "Changes the server refused or that could not be delivered. Nothing here is lost: retry, fix and retry, or discard."
                 wrapMode: Text.WordWrap
                 Layout.fillWidth: true
@@ -61,13 +61,13 @@ Pane {
                 Layout.fillWidth: true
                 spacing: 8
                 Item { implicitWidth: 44 }
-                Label { text: "When"; font.bold: true; Layout.preferredWidth: 130 }
-                Label { text: "Work order"; font.bold: true; Layout.preferredWidth: 160 }
-                Label { text: "Change"; font.bold: true; Layout.preferredWidth: 60 }
-                Label { text: "Tries"; font.bold: true; Layout.preferredWidth: 40 }
-                Label { text: "Why it failed"; font.bold: true; Layout.fillWidth: true }
+                PlainLabel { text: "When"; font.bold: true; Layout.preferredWidth: 130 }
+                PlainLabel { text: "Work order"; font.bold: true; Layout.preferredWidth: 160 }
+                PlainLabel { text: "Change"; font.bold: true; Layout.preferredWidth: 60 }
+                PlainLabel { text: "Tries"; font.bold: true; Layout.preferredWidth: 40 }
+                PlainLabel { text: "Why it failed"; font.bold: true; Layout.fillWidth: true }
             }
-            Label {
+            PlainLabel {
                 visible: page.vm.count === 0
                 text: "No failed changes. Everything was delivered or is still on its way."
                 wrapMode: Text.WordWrap
@@ -106,22 +106,22 @@ Pane {
                             columnSpacing: 8
                             rowSpacing: 2
                             Layout.fillWidth: true
-                            Label {
+                            PlainLabel {
                                 text: page.wide ? row.when : row.title
                                 font.bold: !page.wide
                                 elide: Text.ElideRight
                                 Layout.preferredWidth: page.wide ? 130 : -1
                                 Layout.fillWidth: !page.wide
                             }
-                            Label {
+                            PlainLabel {
                                 text: page.wide ? row.title : row.op + " · " + row.when + " · " + row.attempts + (row.attempts === 1 ? " try" : " tries")
                                 elide: Text.ElideRight
                                 Layout.preferredWidth: page.wide ? 160 : -1
                                 Layout.fillWidth: !page.wide
                             }
-                            Label { visible: page.wide; text: row.op; Layout.preferredWidth: 60 }
-                            Label { visible: page.wide; text: row.attempts; Layout.preferredWidth: 40 }
-                            Label {
+                            PlainLabel { visible: page.wide; text: row.op; Layout.preferredWidth: 60 }
+                            PlainLabel { visible: page.wide; text: row.attempts; Layout.preferredWidth: 40 }
+                            PlainLabel {
                                 text: row.errorText
                                 wrapMode: Text.WordWrap
                                 maximumLineCount: 3
@@ -140,7 +140,7 @@ Pane {
                 Layout.topMargin: 8
                 spacing: 6
                 Rectangle { Layout.fillWidth: true; implicitHeight: 1; color: page.palette.mid }
-                Label {
+                PlainLabel {
                     objectName: "selectedTitle"
                     text: page.hasJob ? page.job.op + " of “" + page.job.title + "”" : ""
                     font.bold: true
@@ -148,28 +148,28 @@ Pane {
                     wrapMode: Text.WordWrap
                     Layout.fillWidth: true
                 }
-                Label {
+                PlainLabel {
                     text: page.hasJob ? "Queued " + page.job.queuedAt + ", failed " + page.job.when + " after " + page.job.attempts + (page.job.attempts === 1 ? " try. " : " tries. ") + page.job.kindText + "." : ""
                     wrapMode: Text.WordWrap
                     Layout.fillWidth: true
                 }
-                Label {
+                PlainLabel {
                     objectName: "selectedError"
                     text: page.hasJob ? page.job.errorText : ""
-                    wrapMode: Text.WrapAnywhere
+                    wrapMode: Text.Wrap
                     Layout.fillWidth: true
                 }
-                Label { text: "Attempts"; font.bold: true }
+                PlainLabel { text: "Attempts"; font.bold: true }
                 Repeater {
                     model: page.vm.history
-                    Label {
+                    PlainLabel {
                         required property var modelData
                         text: modelData
-                        wrapMode: Text.WrapAnywhere
+                        wrapMode: Text.Wrap
                         Layout.fillWidth: true
                     }
                 }
-                Label { text: "The change (JSON; edit it to fix and retry)"; font.bold: true }
+                PlainLabel { text: "The change (JSON; edit it to fix and retry)"; font.bold: true }
                 TextArea {
                     id: payloadEditor
                     objectName: "payloadEditor"
@@ -210,7 +210,7 @@ Pane {
                     Layout.fillWidth: true
                     ColumnLayout {
                         width: parent.width
-                        Label {
+                        PlainLabel {
                             text: "Discard this change? It will not be sent to the server. A copy is kept in the audit log."
                             wrapMode: Text.WordWrap
                             Layout.fillWidth: true

@@ -35,7 +35,7 @@ Pane {
                 Layout.fillWidth: true
                 Repeater {
                     model: page.vm.facts
-                    delegate: Label {
+                    delegate: PlainLabel {
                         required property var modelData
                         required property int index
                         text: modelData.label
@@ -48,7 +48,7 @@ Pane {
                 }
                 Repeater {
                     model: page.vm.facts
-                    delegate: Label {
+                    delegate: PlainLabel {
                         required property var modelData
                         required property int index
                         text: modelData.text
@@ -60,21 +60,21 @@ Pane {
                 }
             }
 
-            Label { text: "Waiting to send, last hour"; font.bold: true; Layout.topMargin: 8 }
+            PlainLabel { text: "Waiting to send, last hour"; font.bold: true; Layout.topMargin: 8 }
             BarChart {
                 objectName: "depthChart"
                 values: page.vm.depthSeries
                 maximum: page.vm.depthMax
                 Layout.fillWidth: true
             }
-            Label {
+            PlainLabel {
                 text: page.vm.depthCaption
                 wrapMode: Text.WordWrap
                 color: page.palette.placeholderText
                 Layout.fillWidth: true
             }
 
-            Label { text: "Tries needed per change"; font.bold: true; Layout.topMargin: 8 }
+            PlainLabel { text: "Tries needed per change"; font.bold: true; Layout.topMargin: 8 }
             BarChart {
                 objectName: "attemptsChart"
                 values: page.vm.histogram.map(b => b.count)
@@ -82,7 +82,7 @@ Pane {
                 maximum: page.vm.histogramMax
                 Layout.fillWidth: true
             }
-            Label {
+            PlainLabel {
                 text: "Most changes should need one try; many tries mean a poor connection or a struggling server."
                 wrapMode: Text.WordWrap
                 color: page.palette.placeholderText

@@ -26,6 +26,15 @@ Pane {
             y: 16
             width: flick.width - 32
             spacing: 6
+            // Nothing of another work order is shown or editable while this one is read.
+            enabled: page.vm.isNew || page.vm.loaded
+
+            PlainLabel {
+                objectName: "loadingLabel"
+                visible: !page.vm.isNew && !page.vm.loaded
+                text: "Opening the work order…"
+                Layout.fillWidth: true
+            }
 
             Rectangle {
                 objectName: "unsyncedBanner"
@@ -45,7 +54,7 @@ Pane {
                         kind: page.vm.badge
                         text: page.vm.badgeText
                     }
-                    Label {
+                    PlainLabel {
                         objectName: "syncText"
                         text: page.vm.syncText
                         wrapMode: Text.WordWrap
@@ -61,7 +70,7 @@ Pane {
                 onClicked: page.app.resolveConflictFor(page.vm.entityId)
             }
 
-            Label { text: "Title (required)"; font.bold: true }
+            PlainLabel { text: "Title (required)"; font.bold: true }
             TextField {
                 objectName: "titleField"
                 text: page.vm.fields.title
@@ -71,7 +80,7 @@ Pane {
             }
             ErrorLabel { objectName: "titleError"; text: page.vm.errors.title || ""; Layout.fillWidth: true }
 
-            Label { text: "Site"; font.bold: true }
+            PlainLabel { text: "Site"; font.bold: true }
             TextField {
                 objectName: "siteField"
                 text: page.vm.fields.site
@@ -88,7 +97,7 @@ Pane {
                 rowSpacing: 6
                 ColumnLayout {
                     Layout.fillWidth: true
-                    Label { text: "Status"; font.bold: true }
+                    PlainLabel { text: "Status"; font.bold: true }
                     ComboBox {
                         objectName: "statusBox"
                         model: page.vm.statusLabels
@@ -100,7 +109,7 @@ Pane {
                 }
                 ColumnLayout {
                     Layout.fillWidth: true
-                    Label { text: "Priority"; font.bold: true }
+                    PlainLabel { text: "Priority"; font.bold: true }
                     ComboBox {
                         objectName: "priorityBox"
                         model: page.vm.priorityLabels
@@ -112,7 +121,7 @@ Pane {
                 }
                 ColumnLayout {
                     Layout.fillWidth: true
-                    Label { text: "Assignee"; font.bold: true }
+                    PlainLabel { text: "Assignee"; font.bold: true }
                     TextField {
                         objectName: "assigneeField"
                         text: page.vm.fields.assignee
@@ -124,7 +133,7 @@ Pane {
                 }
                 ColumnLayout {
                     Layout.fillWidth: true
-                    Label { text: "Due date"; font.bold: true }
+                    PlainLabel { text: "Due date"; font.bold: true }
                     TextField {
                         objectName: "dueDateField"
                         text: page.vm.fields.due_date
@@ -138,7 +147,7 @@ Pane {
                 }
             }
 
-            Label { text: "Notes"; font.bold: true }
+            PlainLabel { text: "Notes"; font.bold: true }
             TextArea {
                 objectName: "notesField"
                 text: page.vm.fields.notes

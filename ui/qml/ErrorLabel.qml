@@ -2,7 +2,7 @@
 import QtQuick
 import QtQuick.Controls
 
-Label {
+PlainLabel {
     wrapMode: Text.WordWrap
     visible: text !== ""
     color: palette.window.hslLightness < 0.5 ? "#ff8a80" : "#b00020"

@@ -28,7 +28,7 @@ ApplicationWindow {
                 implicitHeight: 44
                 onClicked: window.app.back()
             }
-            Label {
+            PlainLabel {
                 objectName: "pageTitle"
                 text: window.wide && window.app.page === "list" ? "Fieldsync" : window.app.title
                 font.bold: true
@@ -157,7 +157,7 @@ ApplicationWindow {
     Component {
         id: placeholderPage
         Pane {
-            Label {
+            PlainLabel {
                 anchors.centerIn: parent
                 width: parent.width - 32
                 horizontalAlignment: Text.AlignHCenter
@@ -184,7 +184,7 @@ ApplicationWindow {
         height: toastLabel.implicitHeight + 16
         x: (window.width - width) / 2
         y: parent.height - height - 12
-        Label {
+        PlainLabel {
             id: toastLabel
             objectName: "toastText"
             anchors.centerIn: parent

@@ -34,7 +34,7 @@ Pane {
             width: flick.width - 24
             spacing: 8
 
-            Label {
+            PlainLabel {
                 objectName: "reviewNotice"
                 visible: text !== "" && !page.vm.hasCurrent
                 text: page.vm.notice
@@ -48,7 +48,7 @@ Pane {
             }
 
             // The inbox.
-            Label {
+            PlainLabel {
                 visible: !page.vm.hasCurrent && page.vm.openConflicts.length > 0
                 text: "Waiting for a decision (newest first)"
                 font.bold: true
@@ -63,7 +63,7 @@ Pane {
                     Layout.fillWidth: true
                     implicitHeight: Math.max(56, rowText.implicitHeight + 16)
                     onClicked: page.vm.openReview(modelData.reviewId)
-                    contentItem: Label {
+                    contentItem: PlainLabel {
                         id: rowText
                         text: "<b>" + page.escaped(modelData.title) + "</b><br>" + page.escaped(modelData.text)
                               + (modelData.note ? "<br><i>" + modelData.note + "</i>" : "")
@@ -74,7 +74,7 @@ Pane {
             }
 
             // One conflict: device's side and the server's, per field.
-            Label {
+            PlainLabel {
                 visible: page.vm.hasCurrent
                 objectName: "reviewTitle"
                 text: page.vm.title
@@ -83,7 +83,7 @@ Pane {
                 wrapMode: Text.WordWrap
                 Layout.fillWidth: true
             }
-            Label {
+            PlainLabel {
                 visible: page.vm.hasCurrent
                 objectName: "reviewExplanation"
                 text: page.vm.explanation
@@ -100,7 +100,7 @@ Pane {
                     ColumnLayout {
                         width: parent.width
                         spacing: 4
-                        Label {
+                        PlainLabel {
                             text: "<b>" + page.escaped(fieldFrame.modelData.label) + "</b> — " + page.escaped(fieldFrame.modelData.stateText)
                             textFormat: Text.StyledText
                             wrapMode: Text.WordWrap
@@ -111,8 +111,8 @@ Pane {
                             columnSpacing: 12
                             rowSpacing: 2
                             Layout.fillWidth: true
-                            Label { text: "Device: " + fieldFrame.modelData.mine; wrapMode: Text.WrapAnywhere; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "mine" }
-                            Label { text: "Server: " + fieldFrame.modelData.server; wrapMode: Text.WrapAnywhere; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "theirs" }
+                            PlainLabel { text: "Device: " + fieldFrame.modelData.mine; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "mine" }
+                            PlainLabel { text: "Server: " + fieldFrame.modelData.server; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "theirs" }
                         }
                         RowLayout {
                             visible: fieldFrame.modelData.needsChoice
@@ -159,7 +159,7 @@ Pane {
             }
 
             // Past decisions.
-            Label {
+            PlainLabel {
                 visible: !page.vm.hasCurrent && page.vm.decisions.length > 0
                 text: "Decided"
                 font.bold: true
@@ -168,7 +168,7 @@ Pane {
             }
             Repeater {
                 model: page.vm.hasCurrent ? [] : page.vm.decisions
-                delegate: Label {
+                delegate: PlainLabel {
                     required property var modelData
                     required property int index
                     objectName: "decision_" + index

@@ -32,7 +32,7 @@ Pane {
                 Layout.fillWidth: true
                 onToggled: page.vm.setSyncOnMetered(checked)
             }
-            Label {
+            PlainLabel {
                 text: page.vm.syncOnMetered
                       ? "Edits are sent on mobile data too."
                       : "On mobile data or a metered hotspot, edits wait on this device and are sent on the next unmetered network."
@@ -40,11 +40,11 @@ Pane {
                 color: page.palette.placeholderText
                 Layout.fillWidth: true
             }
-            Label { text: "Data folder"; font.bold: true; Layout.topMargin: 8 }
-            Label {
+            PlainLabel { text: "Data folder"; font.bold: true; Layout.topMargin: 8 }
+            PlainLabel {
                 objectName: "dataDirLabel"
                 text: page.vm.dataDir
-                wrapMode: Text.WrapAnywhere
+                wrapMode: Text.Wrap
                 Layout.fillWidth: true
             }
         }

@@ -24,7 +24,7 @@ Pane {
             x: (flick.width - width) / 2
             spacing: 8
 
-            Label {
+            PlainLabel {
                 objectName: "reasonLabel"
                 visible: text !== ""
                 text: page.vm.reason
@@ -32,12 +32,12 @@ Pane {
                 wrapMode: Text.WordWrap
                 Layout.fillWidth: true
             }
-            Label {
+            PlainLabel {
                 text: "Sign in with the device token your administrator gave you. The token is kept in this computer's keyring."
                 wrapMode: Text.WordWrap
                 Layout.fillWidth: true
             }
-            Label { text: "Server address"; font.bold: true }
+            PlainLabel { text: "Server address"; font.bold: true }
             TextField {
                 objectName: "serverField"
                 text: page.vm.serverUrl
@@ -47,7 +47,7 @@ Pane {
                 Layout.fillWidth: true
                 onTextEdited: page.vm.serverUrl = text
             }
-            Label { text: "Device token"; font.bold: true }
+            PlainLabel { text: "Device token"; font.bold: true }
             TextField {
                 objectName: "tokenField"
                 echoMode: TextInput.Password

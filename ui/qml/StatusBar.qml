@@ -37,14 +37,14 @@ ToolBar {
             ColumnLayout {
                 Layout.fillWidth: true
                 spacing: 0
-                Label {
+                PlainLabel {
                     objectName: "connectivityLabel"
                     text: bar.vm.connectivityText
                     font.bold: true
                     elide: Text.ElideRight
                     Layout.fillWidth: true
                 }
-                Label {
+                PlainLabel {
                     objectName: "pendingLabel"
                     text: bar.vm.pendingText + " · " + bar.vm.lastSyncText
                     elide: Text.ElideRight
@@ -65,7 +65,7 @@ ToolBar {
                 value: bar.vm.progressFraction
                 Layout.fillWidth: true
             }
-            Label {
+            PlainLabel {
                 objectName: "progressLabel"
                 text: bar.vm.progressText
             }

@@ -21,7 +21,7 @@ Rectangle {
         default: return "#616161"
         }
     }
-    Label {
+    PlainLabel {
         id: label
         anchors.centerIn: parent
         text: pill.text

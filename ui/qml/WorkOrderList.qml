@@ -34,7 +34,7 @@ Pane {
                 Accessible.name: "Filter by status"
             }
         }
-        Label {
+        PlainLabel {
             objectName: "countLabel"
             text: pane.vm.total === 1 ? "1 work order" : pane.vm.total + " work orders"
             color: pane.palette.placeholderText
@@ -55,7 +55,7 @@ Pane {
                 width: ListView.view.width
                 onOpened: (entityId) => pane.app.openWorkOrder(entityId)
             }
-            Label {
+            PlainLabel {
                 anchors.centerIn: parent
                 width: parent.width - 32
                 visible: list.count === 0 && !pane.vm.loading

@@ -32,13 +32,13 @@ ItemDelegate {
             ColumnLayout {
                 Layout.fillWidth: true
                 spacing: 2
-                Label {
+                PlainLabel {
                     text: row.title
                     font.bold: true
                     elide: Text.ElideRight
                     Layout.fillWidth: true
                 }
-                Label {
+                PlainLabel {
                     text: row.subtitle ? row.statusText + " · " + row.subtitle : row.statusText
                     color: row.palette.placeholderText
                     elide: Text.ElideRight
@@ -63,7 +63,7 @@ ItemDelegate {
                 }
             }
         }
-        Label {
+        PlainLabel {
             objectName: "badgeDetail"
             visible: row.showDetail
             text: row.badgeDetail

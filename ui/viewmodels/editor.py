@@ -94,11 +94,15 @@ class EditorViewModel(QObject):
         self._touched: set[str] = set()
         self._saving = False
         self._loaded = False
+        # The work order the person last asked for ("" for a new one). A load or a save that
+        # finishes after they moved on must not put another record on the screen.
+        self._wanted = ""
 
     # -- slots ------------------------------------------------------------------------------
 
     @Slot()
     def newRecord(self) -> None:
+        self._wanted = ""
         self._entity_id = ""
         self._original = dict(_BLANK)
         self._form = dict(_BLANK)
@@ -110,10 +114,30 @@ class EditorViewModel(QObject):
 
     @Slot(str)
     def load(self, entity_id: str) -> None:
+        """Open a work order: nothing of the previous one stays on screen, and nothing can be
+        saved until this one has been read."""
+        self._wanted = entity_id
+        self._entity_id = entity_id
+        self._original = dict(_BLANK)
+        self._form = dict(_BLANK)
+        self._server_version = None
+        self._state = None
+        self._reset_validation()
+        self._loaded = False
+        self.changed.emit()
         self._tasks.start(self._load(entity_id), "editor-load")
 
     async def _load(self, entity_id: str) -> None:
-        record, state = await self._services.executor.run(_load, self._services.store, entity_id)
+        try:
+            record, state = await self._services.executor.run(
+                _load, self._services.store, entity_id
+            )
+        except StoreError as exc:
+            if entity_id == self._wanted:
+                self.message.emit(f"Could not open this work order: {exc}")
+            return
+        if entity_id != self._wanted:
+            return  # the person opened another one meanwhile
         if record is None:
             self.message.emit("This work order is no longer on this device.")
             self.newRecord()
@@ -159,18 +183,23 @@ class EditorViewModel(QObject):
             return
         self._saving = True
         self.changed.emit()
-        self._tasks.start(self._save(clean), "editor-save")
-
-    async def _save(self, fields: dict[str, Any]) -> None:
+        # What is saved is decided now, not when the task runs: the person may open another
+        # work order before then.
         op = "create" if self.isNew else "update"
+        edit = (op, self._entity_id or None, clean, self._server_version)
+        self._tasks.start(self._save(self._wanted, *edit), "editor-save")
+
+    async def _save(
+        self,
+        wanted: str,
+        op: str,
+        entity_id: str | None,
+        fields: dict[str, Any],
+        base: int | None,
+    ) -> None:
         try:
             result = await self._services.executor.run(
-                _save,
-                self._services.store,
-                op,
-                self._entity_id or None,
-                fields,
-                self._server_version,
+                _save, self._services.store, op, entity_id, fields, base
             )
         except InvalidEditError as exc:
             self._errors = {"record": str(exc)}
@@ -184,7 +213,9 @@ class EditorViewModel(QObject):
             self.changed.emit()
         self.message.emit("Saved on this device. It will be sent when the server is reachable.")
         self.saved.emit(result.entity_id)
-        await self._load(result.entity_id)
+        if self._wanted == wanted:  # still on this record (or on the new one just created)
+            self._wanted = result.entity_id
+            await self._load(result.entity_id)
 
     async def wait_idle(self) -> None:
         await self._tasks.wait_idle()
@@ -194,7 +225,7 @@ class EditorViewModel(QObject):
 
     def on_bridge_records_changed(self, entity_ids: list[str]) -> None:
         if self._entity_id and self._entity_id in entity_ids and not self.dirty:
-            self.load(self._entity_id)
+            self._tasks.start(self._load(self._entity_id), "editor-refresh")
 
     def on_bridge_job_state_changed(
         self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
@@ -280,6 +311,8 @@ class EditorViewModel(QObject):
 
     @Property(bool, notify=changed)
     def canSave(self) -> bool:
+        if not self.isNew and not self._loaded:
+            return False
         return not self._saving and not self._errors and (self.isNew or self.dirty)
 
     @Property(bool, notify=changed)
