@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
+from app.store.errors import StoreError
 from ui.crash import report
 
 __all__ = ["Executor", "TaskOwner"]
@@ -25,11 +26,21 @@ class Executor(Protocol):
 
 
 class TaskOwner:
-    """Keeps the tasks a view-model started; reports failures to `on_error`."""
+    """Keeps the tasks a view-model started; reports failures to `on_error`.
 
-    def __init__(self, on_error: Callable[[BaseException], None] | None = None) -> None:
+    A StoreError (storage full, busy, unreadable...) is a condition of the device, not a bug:
+    with `on_condition` it is told to the person in words (a toast), not in the bug dialog.
+    """
+
+    def __init__(
+        self,
+        on_error: Callable[[BaseException], None] | None = None,
+        *,
+        on_condition: Callable[[str], None] | None = None,
+    ) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._on_error = on_error
+        self._on_condition = on_condition
 
     def start(self, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
         loop = asyncio.get_event_loop_policy().get_event_loop()
@@ -45,7 +56,9 @@ class TaskOwner:
         exc = task.exception()
         if exc is None:
             return
-        if self._on_error is not None:
+        if isinstance(exc, StoreError) and self._on_condition is not None:
+            self._on_condition(str(exc))
+        elif self._on_error is not None:
             self._on_error(exc)
         else:
             report(exc)

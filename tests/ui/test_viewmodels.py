@@ -139,6 +139,22 @@ def test_editor_edit_revert_and_nothing_changed(
 # -- status bar ---------------------------------------------------------------------------
 
 
+def test_status_bar_says_what_waits_for_a_person(
+    run: Runner, services: Services, root: Any, store: Store
+) -> None:
+    # Before: "Nothing waiting to send" with 50 failed changes; they showed only in the menu.
+    status = StatusBarViewModel(services, root)
+    status.refresh()
+    run(status.wait_idle())
+    assert status.attentionText == ""
+    make_dead(store)
+    make_dead(store, title="Broken valve")
+    status.refresh()
+    run(status.wait_idle())
+    assert status.pendingText == "Nothing waiting to send"
+    assert status.attentionText == "2 failed changes need you"
+
+
 def test_status_bar_follows_the_core(
     run: Runner, services: Services, root: Any, store: Store, bus: EventBus
 ) -> None:

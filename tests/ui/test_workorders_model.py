@@ -5,10 +5,12 @@ from __future__ import annotations
 import time
 
 from app.events import EventBus, JobStateChanged, RecordsChanged
+from app.store.errors import StorageBusyError
 from app.store.queue import Outcome
 from app.store.store import Store
 from tests.ui.conftest import Runner, add_orders, make_dead
 from ui.services import Services
+from ui.viewmodels import workorders
 from ui.viewmodels.workorders import PAGE_SIZE, WorkOrderListModel
 
 
@@ -101,3 +103,27 @@ def test_new_record_from_elsewhere_reloads(
     bus.publish(RecordsChanged(frozenset({result.entity_id})))
     run.until(lambda: model.total == 4 and model.get(0)["title"] == "AAA first")
     assert model.get(0)["badge"] == "pending"
+
+
+def test_a_store_error_while_loading_is_told_not_stuck(
+    run: Runner, services: Services, root, store: Store, monkeypatch
+) -> None:
+    # Before: "loading" stayed on for good (no more pages were fetched) and the error went to
+    # the "Fieldsync ran into a bug" dialog, though a locked or full store is no bug.
+    add_orders(store, 3)
+    model = loaded(run, WorkOrderListModel(services, root))
+
+    def locked(*args: object) -> object:
+        raise StorageBusyError("the database is busy (another process holds it)")
+
+    monkeypatch.setattr(workorders, "_load_page", locked)
+    told: list[str] = []
+    model.message.connect(told.append)
+    model.search = "pump"
+    run.until(lambda: bool(told))
+    assert not model.loading
+    assert told == ["the database is busy (another process holds it)"]
+
+    monkeypatch.undo()
+    model.search = "pump check 00001"
+    run.until(lambda: model.total == 1)

@@ -9,6 +9,13 @@ ColumnLayout {
     property var labels: []
     property int maximum: 1
     property color barColor: palette.highlight
+    readonly property bool allZero: {
+        for (var i = 0; i < values.length; i++) {
+            if (values[i] > 0)
+                return false
+        }
+        return true
+    }
     spacing: 2
 
     Item {
@@ -26,18 +33,24 @@ ColumnLayout {
             spacing: chart.values.length > 40 ? 1 : 4
             Repeater {
                 model: chart.values
-                Rectangle {
+                // A full-height slot per value: a Row skips zero-height items, which shifted
+                // every later bar under the wrong label.
+                Item {
                     required property var modelData
                     width: Math.max(1, (bars.width - bars.spacing * (chart.values.length - 1)) / Math.max(1, chart.values.length))
-                    height: Math.max(modelData > 0 ? 2 : 0, bars.height * modelData / Math.max(1, chart.maximum))
-                    y: bars.height - height
-                    color: chart.barColor
+                    height: bars.height
+                    Rectangle {
+                        anchors.bottom: parent.bottom
+                        width: parent.width
+                        height: Math.max(modelData > 0 ? 2 : 0, bars.height * modelData / Math.max(1, chart.maximum))
+                        color: chart.barColor
+                    }
                 }
             }
         }
         PlainLabel {
             anchors.centerIn: parent
-            visible: chart.values.length === 0
+            visible: chart.allZero
             text: "No data yet"
             color: chart.palette.placeholderText
         }
@@ -45,6 +58,7 @@ ColumnLayout {
     Row {
         visible: chart.labels.length > 0
         Layout.fillWidth: true
+        leftPadding: 4  // under the bars, which sit inside a 4 px margin
         spacing: 4
         Repeater {
             model: chart.labels

@@ -47,8 +47,20 @@ ToolBar {
                 PlainLabel {
                     objectName: "pendingLabel"
                     text: bar.vm.pendingText + " · " + bar.vm.lastSyncText
+                    wrapMode: Text.WordWrap
+                    maximumLineCount: 2
                     elide: Text.ElideRight
                     Layout.fillWidth: true
+                }
+                ErrorLabel {
+                    // Failed changes and conflicts wait for a person: never "nothing waiting".
+                    objectName: "attentionLabel"
+                    text: bar.vm.attentionText
+                    font.bold: true
+                    Layout.fillWidth: true
+                    TapHandler {
+                        onTapped: bar.app.open(bar.vm.failedCount > 0 ? "dead" : "conflict")
+                    }
                 }
             }
             Button {

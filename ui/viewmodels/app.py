@@ -70,7 +70,7 @@ class AppViewModel(QObject):
         self._review = ReviewViewModel(services.review_client, self)
         self._settings = SettingsViewModel(services, self)
         sources = (self._status, self._editor, self._dead, self._conflicts, self._review)
-        for source in (*sources, self._settings):
+        for source in (*sources, self._settings, self._work_orders):
             connect(source.message, self.message.emit)
         connect(self._editor.saved, self.on_editor_saved)
         connect(self._editor.changed, self.titleChanged.emit)

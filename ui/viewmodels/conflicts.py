@@ -67,7 +67,7 @@ class ConflictViewModel(QObject):
         super().__init__(parent)
         self._services = services
         self._conflicts = Conflicts(services.store)
-        self._tasks = TaskOwner()
+        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._open: list[ConflictView] = []
         self._current: ConflictView | None = None
         self._choices: dict[str, str] = {}

@@ -121,7 +121,7 @@ class DeadLetterModel(QAbstractListModel):
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._tasks = TaskOwner()
+        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._all: list[DeadJob] = []
         self._rows: list[DeadJob] = []
         self._checked: set[int] = set()

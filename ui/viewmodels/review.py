@@ -85,7 +85,7 @@ class ReviewViewModel(QObject):
     def __init__(self, client: ReviewClient | None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._client = client
-        self._tasks = TaskOwner()
+        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._admin = False
         self._checked = False
         self._loading = False

@@ -51,7 +51,7 @@ class SettingsViewModel(QObject):
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._tasks = TaskOwner()
+        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._sync_on_metered = True
 
     @Slot()

@@ -43,7 +43,7 @@ class StatusBarViewModel(QObject):
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._tasks = TaskOwner()
+        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._connectivity = "checking" if services.engine is not None else "stopped"
         self._reason = ""
         self._depth: dict[str, int] = {}
@@ -167,6 +167,17 @@ class StatusBarViewModel(QObject):
             return f"{n} {noun} waiting"
         age = oldest + (time.time() - self._oldest_seen_at)
         return f"{n} {noun} waiting, oldest {ago(age)}"
+
+    @Property(str, notify=changed)
+    def attentionText(self) -> str:
+        """What cannot go out without a person: failed changes and conflicts ("" if none)."""
+        parts = []
+        failed, conflicts = self.failedCount, self.conflictCount
+        if failed:
+            parts.append(f"{failed} failed {'change' if failed == 1 else 'changes'}")
+        if conflicts:
+            parts.append(f"{conflicts} {'conflict' if conflicts == 1 else 'conflicts'}")
+        return " and ".join(parts) + " need you" if parts else ""
 
     @Property(str, notify=changed)
     def lastSyncText(self) -> str:

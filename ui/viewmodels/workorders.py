@@ -87,11 +87,12 @@ class WorkOrderListModel(QAbstractListModel):
     statusFilterChanged = Signal()
     totalChanged = Signal()
     loadingChanged = Signal()
+    message = Signal(str)
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._tasks = TaskOwner()
+        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._rows: list[dict[str, Any]] = []
         self._states: dict[str, EntityJobState] = {}
         self._row_of: dict[str, int] = {}
@@ -191,9 +192,14 @@ class WorkOrderListModel(QAbstractListModel):
 
     async def _reload(self, generation: int, limit: int) -> None:
         store, status = self._services.store, self._status or None
-        total, rows, states = await self._services.executor.run(
-            _load_page, store, self._search, status, 0, limit, True
-        )
+        try:
+            total, rows, states = await self._services.executor.run(
+                _load_page, store, self._search, status, 0, limit, True
+            )
+        except BaseException:
+            if generation == self._generation:
+                self._set_loading(False)  # not stuck "loading": the next change tries again
+            raise
         if generation != self._generation:
             return  # a newer search superseded this one
         if [row["id"] for row in rows] == [row["id"] for row in self._rows]:
