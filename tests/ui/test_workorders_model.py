@@ -127,3 +127,16 @@ def test_a_store_error_while_loading_is_told_not_stuck(
     monkeypatch.undo()
     model.search = "pump check 00001"
     run.until(lambda: model.total == 1)
+
+
+def test_edits_held_behind_a_failed_one_are_shown(
+    run: Runner, services: Services, root, store: Store
+) -> None:
+    make_dead(store)
+    entity = store.db.execute_sql("SELECT entity_key FROM jobs").fetchone()[0]
+    store.record_edit("update", entity, {"notes": "checked again"})
+    store.record_edit("update", entity, {"notes": "and again"})
+    row = loaded(run, WorkOrderListModel(services, root)).get(0)
+    assert row["badge"] == "failed"
+    assert row["badgeText"] == "Failed (+2 held)"
+    assert row["badgeDetail"].endswith("2 later edits wait behind it.")

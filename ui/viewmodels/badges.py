@@ -23,22 +23,33 @@ class Badge:
 def badge_for(state: EntityJobState | None, now: float) -> Badge:
     if state is None:
         return Badge("synced", "Synced", "The server has every change to this work order.")
+    waiting = state.pending + state.leased
+    # Later edits of a work order wait behind a failed or conflicted one: say so, or the
+    # person believes they will go out by themselves.
+    held = (
+        f" {waiting} later {'edit waits' if waiting == 1 else 'edits wait'} behind it."
+        if waiting
+        else ""
+    )
     if state.dead:
         return Badge(
             "failed",
-            "Failed",
+            f"Failed (+{waiting} held)" if waiting else "Failed",
             f"A change could not be delivered: {state.last_error or 'no reason recorded'}. "
-            "Open the failed changes panel to retry or discard it.",
+            f"Open the failed changes panel to retry or discard it.{held}",
         )
     if state.in_review:
-        return Badge("review", "Waiting for review", "An admin will decide; you can keep working.")
+        return Badge(
+            "review",
+            "Waiting for review",
+            f"An admin will decide; you can keep working.{held}",
+        )
     if state.conflict:
         return Badge(
             "conflict",
-            "Conflict",
-            "Someone changed this work order on the server too. Choose what to keep.",
+            f"Conflict (+{waiting} held)" if waiting else "Conflict",
+            f"Someone changed this work order on the server too. Choose what to keep.{held}",
         )
-    waiting = state.pending + state.leased
     if state.retrying:
         return Badge(
             "retrying",

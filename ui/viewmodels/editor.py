@@ -211,11 +211,20 @@ class EditorViewModel(QObject):
         finally:
             self._saving = False
             self.changed.emit()
-        self.message.emit("Saved on this device. It will be sent when the server is reachable.")
         self.saved.emit(result.entity_id)
+        held = False
         if self._wanted == wanted:  # still on this record (or on the new one just created)
             self._wanted = result.entity_id
             await self._load(result.entity_id)
+            state = self._state
+            held = state is not None and bool(state.dead or state.conflict)
+        if held:
+            self.message.emit(
+                "Saved on this device. It waits behind a change of this work order that needs "
+                "you: retry or discard the failed change, or resolve the conflict."
+            )
+        else:
+            self.message.emit("Saved on this device. It will be sent when the server is reachable.")
 
     async def wait_idle(self) -> None:
         await self._tasks.wait_idle()
