@@ -7,6 +7,7 @@ import datetime as dt
 __all__ = [
     "ago",
     "error_in_words",
+    "iso_when",
     "kind_in_words",
     "size_in_words",
     "time_until",
@@ -95,3 +96,14 @@ def error_in_words(error: str | None, http_status: int | None = None) -> str:
     else:
         lead = "The change could not be delivered."
     return f"{lead} ({text})" if text else lead
+
+
+def iso_when(value: str | None) -> str:
+    """The server's ISO-8601 UTC time in the device's local time, as `wording.when` shows."""
+    if not value:
+        return "—"
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")

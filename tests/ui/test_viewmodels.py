@@ -199,6 +199,23 @@ def test_status_bar_follows_the_core(
 # -- dead letters -------------------------------------------------------------------------
 
 
+def test_dead_letters_retry_the_checked_ones_at_once(
+    run: Runner, services: Services, root: Any, store: Store
+) -> None:
+    jobs = [make_dead(store, title=f"Refused {i}") for i in range(3)]
+    services.engine = FakeEngine()
+    dead = DeadLetterModel(services, root)
+    dead.reload()
+    run(dead.wait_idle())
+    dead.setChecked(jobs[0], True)
+    dead.setChecked(jobs[2], True)
+    dead.retryChecked()
+    run(dead.wait_idle())
+    statuses = dict(store.db.execute_sql("SELECT id, status FROM jobs").fetchall())
+    assert statuses == {jobs[0]: "pending", jobs[1]: "dead", jobs[2]: "pending"}
+    assert dead.count == 1
+
+
 def test_dead_letters_filter_select_history_retry_discard_export(
     run: Runner, services: Services, root: Any, store: Store
 ) -> None:

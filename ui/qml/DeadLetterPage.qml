@@ -41,6 +41,10 @@ Pane {
                 ComboBox {
                     objectName: "kindFilter"
                     model: page.vm.kindLabels
+                    // Tied to the filter: the labels are rebuilt on every reload (their
+                    // counts change), which reset the box to "All" while the list stayed
+                    // filtered.
+                    currentIndex: Math.max(0, page.vm.kindValues.indexOf(page.vm.kindFilter))
                     width: Math.min(260, column.width)
                     implicitHeight: 44
                     onActivated: page.vm.kindFilter = page.vm.kindValues[currentIndex]
@@ -52,6 +56,53 @@ Pane {
                     implicitHeight: 44
                     enabled: page.vm.count > 0
                     onClicked: page.vm.exportChecked()
+                }
+                Button {
+                    objectName: "retryCheckedButton"
+                    visible: page.vm.checkedCount > 0
+                    text: "Retry " + page.vm.checkedCount
+                    implicitHeight: 44
+                    onClicked: page.vm.retryChecked()
+                }
+                Button {
+                    objectName: "discardCheckedButton"
+                    visible: page.vm.checkedCount > 0
+                    text: "Discard " + page.vm.checkedCount + "…"
+                    implicitHeight: 44
+                    onClicked: confirmDiscardChecked.visible = true
+                }
+            }
+            Frame {
+                id: confirmDiscardChecked
+                objectName: "confirmDiscardChecked"
+                visible: false
+                Layout.fillWidth: true
+                ColumnLayout {
+                    width: parent.width
+                    PlainLabel {
+                        text: "Discard " + page.vm.checkedCount + " checked changes? They will not be sent to the server. Copies are kept in the audit log."
+                        wrapMode: Text.WordWrap
+                        Layout.fillWidth: true
+                    }
+                    RowLayout {
+                        Layout.fillWidth: true
+                        Button {
+                            objectName: "confirmDiscardCheckedButton"
+                            text: "Discard them"
+                            implicitHeight: 44
+                            Layout.fillWidth: true
+                            onClicked: {
+                                confirmDiscardChecked.visible = false
+                                page.vm.discardChecked()
+                            }
+                        }
+                        Button {
+                            text: "Keep them"
+                            implicitHeight: 44
+                            Layout.fillWidth: true
+                            onClicked: confirmDiscardChecked.visible = false
+                        }
+                    }
                 }
             }
 

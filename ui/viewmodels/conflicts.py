@@ -14,7 +14,7 @@ from app.sync.conflicts import Conflicts, ConflictView
 from ui.qt import Property, QObject, Signal, Slot
 from ui.services import Services
 from ui.tasks import TaskOwner
-from ui.wording import when
+from ui.wording import iso_when, when
 
 __all__ = ["ConflictViewModel"]
 
@@ -135,7 +135,7 @@ class ConflictViewModel(QObject):
         if view is None:
             return "No open conflict."
         who = view.server_updated_by or "someone"
-        at = view.server_updated_at or "an unknown time"
+        at = iso_when(view.server_updated_at) if view.server_updated_at else "an unknown time"
         text = f"{_KIND_TEXT.get(view.kind, view.kind)} Server side changed by {who} at {at}."
         if view.status != "open":
             text += " Waiting for an admin's review."

@@ -307,6 +307,26 @@ class DeadLetterModel(QAbstractListModel):
         self._tasks.start(self._retry(job_id, payload), "dead-retry-edited")
         return True
 
+    @Slot()
+    def retryChecked(self) -> None:
+        """Send every checked change again, unchanged (each keeps its idempotency key)."""
+        self._tasks.start(self._retry_many(sorted(self._checked)), "dead-retry-checked")
+
+    async def _retry_many(self, job_ids: list[int]) -> None:
+        entities = [job.entity_id for job in self._all if job.id in job_ids]
+        done = 0
+        for job_id in job_ids:
+            try:
+                await self._services.executor.run(_retry, self._services.store, job_id, None)
+                done += 1
+            except StoreError as exc:
+                self.message.emit(str(exc))
+        if done:
+            self.message.emit(f"Sending {done} {'change' if done == 1 else 'changes'} again.")
+            self._wake()
+        await self._reload()
+        self.entitiesChanged.emit(entities)
+
     async def _retry(self, job_id: int, payload: dict[str, Any] | None) -> None:
         job = next((j for j in self._all if j.id == job_id), None)
         try:

@@ -9,15 +9,15 @@ server's version; keeping the server's side everywhere is a dismissal.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any, Protocol
 
 from app.sync.errors import SyncError
 from app.sync.transport import Reply
 from ui.qt import Property, QObject, Signal, Slot
 from ui.tasks import TaskOwner
+from ui.wording import iso_when
 
-__all__ = ["ReviewClient", "ReviewViewModel", "iso_when"]
+__all__ = ["ReviewClient", "ReviewViewModel"]
 
 _LABELS = {
     "title": "Title",
@@ -41,17 +41,6 @@ class ReviewClient(Protocol):
     async def resolve_conflict(self, review_id: str, body: dict[str, Any]) -> Reply: ...
 
     async def dismiss_conflict(self, review_id: str) -> Reply: ...
-
-
-def iso_when(value: str | None) -> str:
-    """The server's ISO-8601 UTC time in the device's local time, as `wording.when` shows."""
-    if not value:
-        return "—"
-    try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return value
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def _show(value: Any) -> str:
