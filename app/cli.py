@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,12 +21,51 @@ from app.sync.errors import SyncError
 
 __all__ = ["main"]
 
+EXIT_CODES = """exit status:
+  0  done
+  1  could not finish: storage, network, keyring, or sync not idle before the timeout
+  2  bad input: arguments, field values, a file to import (nothing was saved)
+  3  the server refused this device's token: sign in again (fieldsync login)
+  130  interrupted"""
+
 Command = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, Command] = {}
 
 
 class UsageError(Exception):
     """Bad input on the command line: printed as one line, exit status 2."""
+
+
+class SignInNeeded(Exception):
+    """The server refused this device's token: printed as one line, exit status 3."""
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer in [low, high] (SQLite holds 64-bit integers at most)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}")
+        return value
+
+    return parse
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of seconds above 0")
+    return value
+
+
+JOB_ID = bounded_int(1, 2**63 - 1)
 
 
 def command(name: str) -> Callable[[Command], Command]:
@@ -37,7 +77,11 @@ def command(name: str) -> Callable[[Command], Command]:
 
 
 def open_store(args: argparse.Namespace) -> Store:
-    return Store(Path(args.data_dir) if args.data_dir else default_data_dir())
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    try:
+        return Store(data_dir)
+    except OSError as exc:  # the directory itself: a file in its place, a read-only mount
+        raise StoreError(f"cannot use {data_dir} as the data directory: {exc.strerror}") from None
 
 
 def parse_assignments(pairs: Sequence[str]) -> dict[str, Any]:
@@ -133,26 +177,38 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 @command("import")
 def cmd_import(args: argparse.Namespace) -> int:
+    """All or nothing: every line is read and checked before the first is saved, so a bad
+    line can be fixed and the file imported again without duplicating the others."""
     path = Path(args.file)
-
-    def records() -> Any:
-        try:
-            with path.open(encoding="utf-8") as fh:
-                for line_no, line in enumerate(fh, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise UsageError(f"{path}:{line_no}: not JSON ({exc.msg})") from None
-                    if not isinstance(record, dict):
-                        raise UsageError(f"{path}:{line_no}: expected a JSON object")
-                    yield record
-        except OSError as exc:
-            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    records: list[dict[str, Any]] = []
+    lines: list[int] = []
+    try:
+        with path.open("rb") as fh:
+            for line_no, raw in enumerate(fh, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise UsageError(f"{path}:{line_no}: not UTF-8 text") from None
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise UsageError(f"{path}:{line_no}: not JSON ({exc.msg})") from None
+                except RecursionError:
+                    raise UsageError(f"{path}:{line_no}: nested too deeply") from None
+                if not isinstance(record, dict):
+                    raise UsageError(f"{path}:{line_no}: expected a JSON object")
+                records.append(record)
+                lines.append(line_no)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
 
     with open_store(args) as store:
-        created = store.import_records(records())
+        try:
+            created = store.import_records(records, labels=[f"{path}:{n}" for n in lines])
+        except InvalidEditError as exc:
+            raise UsageError(f"{exc} (nothing was imported)") from None
     if args.json:
         print_json({"created": len(created), "ids": created})
     else:
@@ -161,7 +217,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fieldsync", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="fieldsync",
+        description=__doc__,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--data-dir", help="device data directory (default: XDG data dir)")
     parser.add_argument("--server", help="sync server URL")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -183,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--search", default="")
     p.add_argument("--status")
-    p.add_argument("--limit", type=int, default=1000)
+    p.add_argument("--limit", type=bounded_int(1, 1_000_000), default=1000)
 
     p = sub.add_parser("show", help="one work order from the local cache")
     p.add_argument("id")
@@ -199,16 +260,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _undecodable(argv: Sequence[str]) -> int | None:
+    """The position of an argument that was not UTF-8 (Python keeps its bytes as lone
+    surrogates, which nothing downstream can store or print), or None."""
+    for position, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return position
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    bad = _undecodable(argv)
+    if bad is not None:
+        print(f"fieldsync: argument {bad} is not valid UTF-8 text", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return _COMMANDS[args.command](args)
+    except SignInNeeded as exc:
+        print(f"fieldsync: {exc}", file=sys.stderr)
+        return 3
     except (UsageError, StoreError, SyncError, CredentialsError) as exc:
         print(f"fieldsync: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, (UsageError, InvalidEditError)) else 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`fieldsync list --json | head`): stop quietly, as cat does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

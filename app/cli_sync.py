@@ -12,8 +12,20 @@ import signal
 import sys
 from typing import Any
 
-from app.cli import UsageError, command, open_store, parse_assignments, print_json
-from app.credentials import CredentialsError, get_token, normalize_server_url, store_token
+from app.cli import (
+    JOB_ID,
+    SignInNeeded,
+    UsageError,
+    bounded_int,
+    command,
+    open_store,
+    parse_assignments,
+    positive_float,
+    print_json,
+)
+from app.credentials import get_token, normalize_server_url, redact, store_token
+from app.events import AuthRequired
+from app.records import printable
 from app.store.deadletters import get_dead, list_dead
 from app.store.errors import WorkerLockHeldError
 from app.store.lock import WorkerLock
@@ -44,10 +56,7 @@ def _normalized(url: str) -> str:
 
 
 def token_for(url: str) -> str:
-    try:
-        return get_token(url)
-    except CredentialsError as exc:
-        raise UsageError(str(exc)) from None
+    return get_token(url)  # CredentialsError: no keyring, or no token stored (exit 1)
 
 
 def make_engine(args: argparse.Namespace, store: Store) -> SyncEngine:
@@ -71,13 +80,12 @@ def cmd_login(args: argparse.Namespace) -> int:
         raise UsageError("no token given")
     verified = asyncio.run(_check_token(url, token))
     if verified is False:
-        raise UsageError(f"{url} refused this token (401): ask an admin for a new one")
-    try:
-        store_token(url, token)
-    except CredentialsError as exc:
-        raise UsageError(str(exc)) from None
+        raise SignInNeeded(f"{url} refused this token (401): ask an admin for a new one")
+    # The server is remembered first: a headless device without a keyring still syncs with
+    # FIELDSYNC_TOKEN, and the keyring's failure below says so.
     with open_store(args) as store, store.db.atomic():
         write_setting(store, SERVER_KEY, url)
+    store_token(url, token)
     note = "" if verified else " (server not reachable now: the token was not checked)"
     print(f"signed in to {url}{note}")
     return 0
@@ -94,9 +102,19 @@ async def _check_token(url: str, token: str) -> bool | None:
     return reply.status != 401
 
 
+def _no_worker_running(store: Store) -> None:
+    probe = WorkerLock(store.data_dir)
+    try:
+        probe.acquire()
+    except WorkerLockHeldError as exc:
+        raise UsageError(str(exc)) from None
+    probe.release()
+
+
 @command("sync")
 def cmd_sync(args: argparse.Namespace) -> int:
     with open_store(args) as store:
+        _no_worker_running(store)
         engine = make_engine(args, store)
         limit = args.timeout if args.until_idle else (args.timeout or 60.0)
         try:
@@ -109,7 +127,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
         return 3
     summary = ", ".join(f"{k} {v}" for k, v in depth.items() if v)
     if not idle:
-        print(f"fieldsync: not idle before the timeout ({summary})", file=sys.stderr)
+        why = f": {engine.last_error}" if engine.last_error else ""
+        print(f"fieldsync: not idle before the timeout ({summary}){why}", file=sys.stderr)
         return 1
     print(f"idle: {summary or 'nothing queued'}")
     return 0
@@ -119,20 +138,29 @@ def cmd_sync(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     with open_store(args) as store:
-        probe = WorkerLock(store.data_dir)
-        try:
-            probe.acquire()
-        except WorkerLockHeldError as exc:
-            raise UsageError(str(exc)) from None
-        probe.release()
+        _no_worker_running(store)
         engine = make_engine(args, store)
-        asyncio.run(_run_worker(engine))
+        refused = asyncio.run(_run_worker(engine))
+    if refused:
+        # Exit, so the service manager restarts it (Restart=on-failure) and it reads the
+        # token again: after `fieldsync login` it delivers without a person restarting it.
+        print(f"fieldsync: worker stopped: {refused}. Sign in: fieldsync login", file=sys.stderr)
+        return 3
     return 0
 
 
-async def _run_worker(engine: SyncEngine) -> None:
+async def _run_worker(engine: SyncEngine) -> str | None:
+    """Deliver until SIGTERM/SIGINT (None) or until the server refuses the token (why)."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
+    refused: list[str] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, AuthRequired):
+            refused.append(event.reason)
+            loop.call_soon_threadsafe(stopping.set)
+
+    engine.events.subscribe(on_event)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     runner = asyncio.create_task(engine.run())
@@ -144,6 +172,7 @@ async def _run_worker(engine: SyncEngine) -> None:
     with contextlib.suppress(asyncio.CancelledError):
         await runner
     print("worker: stopped", flush=True)
+    return refused[0] if refused else None
 
 
 @command("dead")
@@ -215,9 +244,23 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
             choice = _choice(args)
             print(conflicts.resolve(args.id, choice))
         elif args.action == "escalate":
+            _check_note(args.note)
             conflicts.escalate(args.id, args.note)
             print("sent to an admin at the next sync; the record waits for review")
     return 0
+
+
+def _check_note(note: str | None) -> None:
+    """The server's rules for a note, checked before it is queued: refused at the next sync,
+    the conflict would wait for a review that never comes."""
+    if note is None:
+        return
+    if len(note) > 2000:
+        raise UsageError(f"--note: at most 2000 characters ({len(note)} given)")
+    try:
+        printable(note)
+    except ValueError as exc:
+        raise UsageError(f"--note: {exc}") from None
 
 
 def _choice(args: argparse.Namespace) -> Any:
@@ -244,12 +287,16 @@ async def _review(args: argparse.Namespace, store: Store) -> int:
     try:
         if args.action == "review":
             reply = await client.conflicts(args.status)
+            _refused(reply.status)
             if reply.status != 200 or reply.body is None:
-                raise UsageError(f"the server answered {reply.status}: {reply.body}")
+                raise SyncError(f"the server answered {reply.status}: {_body(reply, token)}")
             print_json(reply.body.get("conflicts", []))
             return 0
         if args.review_id is None:
             raise UsageError("conflicts decide needs --review-id ID")
+        if bool(args.dismiss) == bool(args.set):
+            # Neither would keep the server's record and drop the worker's edit unasked.
+            raise UsageError("conflicts decide needs --set field=value ... or --dismiss")
         if args.dismiss:
             reply = await client.dismiss_conflict(args.review_id)
         else:
@@ -261,30 +308,42 @@ async def _review(args: argparse.Namespace, store: Store) -> int:
                 args.review_id,
                 {"fields": fields, "base_version": current.get("version")},
             )
+        _refused(reply.status)
         if reply.status != 200:
-            raise UsageError(f"the server answered {reply.status}: {json.dumps(reply.body)}")
+            raise SyncError(f"the server answered {reply.status}: {_body(reply, token)}")
         print_json(reply.body)
         return 0
     finally:
         await client.aclose()
 
 
+def _refused(status: int) -> None:
+    if status == 401:
+        raise SignInNeeded("the server refused this device's token (401): fieldsync login")
+
+
+def _body(reply: Any, token: str) -> str:
+    """A reply body for a message: one line, never the token (a misconfigured proxy may
+    echo the Authorization header back)."""
+    return redact(json.dumps(reply.body)[:500], token)
+
+
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("login", help="store this device's token in the system keyring")
     p = sub.add_parser("sync", help="deliver queued edits and pull server changes")
     p.add_argument("--until-idle", action="store_true", help="wait until nothing is pending")
-    p.add_argument("--timeout", type=float, default=None, help="give up after S seconds")
-    p.add_argument("--batch-size", type=int, default=100)
+    p.add_argument("--timeout", type=positive_float, default=None, help="give up after S seconds")
+    p.add_argument("--batch-size", type=bounded_int(1, 500), default=100)
     p = sub.add_parser("worker", help="deliver in the background until SIGTERM/SIGINT")
-    p.add_argument("--batch-size", type=int, default=100)
+    p.add_argument("--batch-size", type=bounded_int(1, 500), default=100)
     p = sub.add_parser("dead", help="review dead-lettered edits")
     p.add_argument("action", choices=("list", "show", "retry", "discard"))
-    p.add_argument("id", nargs="?", type=int)
+    p.add_argument("id", nargs="?", type=JOB_ID)
     p.add_argument("fields", nargs="*", metavar="field=value", help="retry with edited fields")
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("conflicts", help="list, resolve or escalate conflicts")
     p.add_argument("action", choices=("list", "show", "resolve", "escalate", "review", "decide"))
-    p.add_argument("id", nargs="?", type=int)
+    p.add_argument("id", nargs="?", type=JOB_ID)
     p.add_argument("--json", action="store_true")
     p.add_argument("--mine", action="store_true")
     p.add_argument("--theirs", action="store_true")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
@@ -50,6 +51,7 @@ __all__ = [
     "get_token",
     "normalize_server_url",
     "redact",
+    "scrub",
     "set_backend_for_tests",
     "store_token",
     "usable_backend",
@@ -126,6 +128,17 @@ def redact(text: str, token: str | None) -> str:
     return text.replace(token, REDACTED)
 
 
+# What a credential looks like in text a server sends back: an Authorization header a
+# misconfigured proxy echoes, or a device token (the server's tokens start with "fst_").
+_CREDENTIAL_TEXT = re.compile(r"(?i)\bbearer\s+\S+|\bfst_[A-Za-z0-9_-]+")
+
+
+def scrub(text: str) -> str:
+    """``text`` from a server with anything shaped like a credential replaced by a marker:
+    it is stored (last errors) and shown, and the device's token must be in neither."""
+    return _CREDENTIAL_TEXT.sub(REDACTED, text)
+
+
 def set_backend_for_tests(backend: KeyringBackend | None) -> None:
     """Use `backend` instead of keyring's choice until called again with None."""
     global _backend_for_tests
@@ -146,6 +159,10 @@ def normalize_server_url(server_url: str) -> str:
         raise ValueError("the server URL must start with http:// or https:// and name a host")
     if parts.query or parts.fragment:
         raise ValueError("the server URL must not contain a query or fragment")
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number in 0-65535
+    except ValueError:
+        raise ValueError("the server URL's port must be a number from 1 to 65535") from None
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), "", ""))
 
 

@@ -26,12 +26,14 @@ from keyrings.alt.file import PlaintextKeyring
 
 from app import credentials
 from app.credentials import (
+    REDACTED,
     CredentialsError,
     InsecureKeyringError,
     KeyringAccessError,
     KeyringLockedError,
     NoKeyringError,
     NoTokenError,
+    scrub,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -482,3 +484,11 @@ def test_credentials_errors_share_one_base() -> None:
     for error in (NoTokenError, NoKeyringError, KeyringLockedError, InsecureKeyringError):
         assert issubclass(error, CredentialsError)
     assert issubclass(KeyringAccessError, CredentialsError)
+
+
+def test_text_from_a_server_loses_anything_shaped_like_a_credential() -> None:
+    # A misconfigured proxy echoing the Authorization header: the reply text is stored as a
+    # job's last error and shown by `dead list`.
+    echoed = "400: got header Bearer fst_SECRET_ECHO_123 (and fst_other-Token_9)"
+    assert scrub(echoed) == f"400: got header {REDACTED} (and {REDACTED})"
+    assert scrub("title: at most 200 characters") == "title: at most 200 characters"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -96,27 +96,29 @@ class Store:
             self.cache.restore_visible(str(entry["entity_key"]), self.clock())
         return entry
 
-    def import_records(self, records: Iterable[dict[str, Any]], *, chunk: int = 500) -> list[str]:
-        """Bulk offline creates, one transaction per chunk, at import priority.
-
-        Every record is validated before its chunk is written: a bad line aborts the import
-        with its line number and leaves the chunks before it saved.
-        """
-        created: list[str] = []
-        batch: list[tuple[str, dict[str, Any]]] = []
-        for line_no, record in enumerate(records, start=1):
+    def import_records(
+        self,
+        records: Iterable[dict[str, Any]],
+        *,
+        chunk: int = 500,
+        labels: Sequence[str] | None = None,
+    ) -> list[str]:
+        """Bulk offline creates at import priority: every record is checked first, so a bad
+        one (named by its label, else "record N") aborts the import with nothing saved; then
+        one transaction per chunk."""
+        checked: list[tuple[str, dict[str, Any]]] = []
+        for number, record in enumerate(records, start=1):
             record = dict(record)
             entity_id = str(record.pop("id", None) or uuid.uuid4())
             try:
                 _check_uuid(entity_id)
-                batch.append((entity_id, validate_create(record)))
+                checked.append((entity_id, validate_create(record)))
             except (ValidationError, ValueError, InvalidEditError) as exc:
-                raise InvalidEditError(f"record {line_no}: {_reason(exc)}") from None
-            if len(batch) >= chunk:
-                created.extend(self._write_creates(batch))
-                batch = []
-        if batch:
-            created.extend(self._write_creates(batch))
+                where = labels[number - 1] if labels is not None else f"record {number}"
+                raise InvalidEditError(f"{where}: {_reason(exc)}") from None
+        created: list[str] = []
+        for start in range(0, len(checked), chunk):
+            created.extend(self._write_creates(checked[start : start + chunk]))
         return created
 
     def _write_creates(self, batch: list[tuple[str, dict[str, Any]]]) -> list[str]:

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.credentials import scrub
 from app.records import EDITABLE_FIELDS, server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
 from app.store.db import connection
@@ -99,13 +100,14 @@ def _record_of(reply: Reply, key: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def _reason(reason: str, reply: Reply) -> str:
+    """The stored reason of an outcome: the server's words, never a credential it echoed."""
     if reply.body is None:
         return reason
     detail = reply.body.get("detail")
     error = reply.body.get("error")
     extra = detail if detail else error
     if extra and str(extra) not in reason:
-        return f"{reason}: {extra}"[:2000]
+        return scrub(f"{reason}: {extra}"[:2000])
     return reason
 
 

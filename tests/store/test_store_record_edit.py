@@ -164,12 +164,16 @@ def test_unchained_edit_uses_the_cached_server_version(store: Store) -> None:
     assert explicit.base_version == 3
 
 
-def test_import_saves_chunks_before_a_bad_record(store: Store) -> None:
+def test_import_checks_every_record_before_saving_any(store: Store) -> None:
     records = [{"title": f"Imported {n}"} for n in range(5)]
     records.append({"title": "bad", "status": "bogus"})
     with pytest.raises(InvalidEditError, match=r"record 6: status"):
         store.import_records(records, chunk=2)
-    assert store.cache.count() == 4, "the two full chunks before the bad line are saved"
+    # Nothing saved: fixed and imported again, the file does not duplicate the good ones.
+    assert store.cache.count() == 0
+    records[-1]["status"] = "open"
+    assert len(store.import_records(records, chunk=2)) == 6
+    assert store.cache.count() == 6
     priorities = store.db.execute_sql("SELECT DISTINCT priority FROM jobs").fetchall()
     assert priorities == [(PRIORITY_IMPORT,)]
 

@@ -13,6 +13,7 @@ import pytest
 from app.cli import main
 from app.store.cache import apply_server_record
 from app.store.db import connection
+from app.store.lock import WorkerLock
 from app.store.store import Store
 from server.embedded import EmbeddedServer
 from tests.support.api import ServerApi
@@ -94,7 +95,7 @@ def test_argparse_errors_exit_non_zero(capsys: pytest.CaptureFixture[str], data_
     with pytest.raises(SystemExit) as exited:
         main(["--data-dir", str(data_dir), "sync", "--timeout", "soon"])
     assert exited.value.code != 0
-    assert "invalid float value" in capsys.readouterr().err
+    assert "argument --timeout: not a number" in capsys.readouterr().err
 
 
 # -- against the server ------------------------------------------------------------------------
@@ -192,3 +193,41 @@ def test_dead_retry_through_the_cli(
     code, out, _ = run(capsys, data_dir, "dead", "discard", str(dead["id"]))
     assert code == 0
     assert json.loads(run(capsys, data_dir, "dead", "list", "--json")[1]) == []
+
+
+def test_decide_needs_a_decision_and_notes_follow_the_server_rules(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    data_dir: Path,
+    server: EmbeddedServer,
+    token_a: str,
+) -> None:
+    # Before: `decide --review-id N` with neither --set nor --dismiss resolved the review
+    # with no fields, keeping the server's record and dropping the worker's edit.
+    monkeypatch.setenv("FIELDSYNC_TOKEN", token_a)
+    url = ["--server", server.base_url]
+    code, _, err = run(capsys, data_dir, *url, "conflicts", "decide", "--review-id", "1")
+    assert code == 2
+    assert "--set field=value ... or --dismiss" in err
+    # A note the server would refuse is refused here, before the conflict waits on it.
+    for note, why in (("x" * 2001, "at most 2000"), ("bad\x01note", "control characters")):
+        code, _, err = run(capsys, data_dir, "conflicts", "escalate", "1", "--note", note)
+        assert code == 2
+        assert why in err
+
+
+def test_sync_while_the_worker_delivers_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, data_dir: Path
+) -> None:
+    # Before: a CancelledError traceback after the timeout (or a silent 60 s wait).
+    monkeypatch.setenv("FIELDSYNC_TOKEN", "service-token")
+    Store(data_dir).close()
+    lock = WorkerLock(data_dir)
+    lock.acquire()
+    try:
+        code, _, err = run(capsys, data_dir, "--server", "http://127.0.0.1:9", "sync")
+    finally:
+        lock.release()
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "worker" in err
