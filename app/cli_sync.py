@@ -25,7 +25,6 @@ from app.cli import (
 )
 from app.credentials import get_token, normalize_server_url, redact, store_token
 from app.events import AuthRequired
-from app.records import printable
 from app.store.deadletters import get_dead, list_dead
 from app.store.errors import WorkerLockHeldError
 from app.store.lock import WorkerLock
@@ -244,23 +243,9 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
             choice = _choice(args)
             print(conflicts.resolve(args.id, choice))
         elif args.action == "escalate":
-            _check_note(args.note)
             conflicts.escalate(args.id, args.note)
             print("sent to an admin at the next sync; the record waits for review")
     return 0
-
-
-def _check_note(note: str | None) -> None:
-    """The server's rules for a note, checked before it is queued: refused at the next sync,
-    the conflict would wait for a review that never comes."""
-    if note is None:
-        return
-    if len(note) > 2000:
-        raise UsageError(f"--note: at most 2000 characters ({len(note)} given)")
-    try:
-        printable(note)
-    except ValueError as exc:
-        raise UsageError(f"--note: {exc}") from None
 
 
 def _choice(args: argparse.Namespace) -> Any:

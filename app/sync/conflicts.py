@@ -13,12 +13,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from app.records import EDITABLE_FIELDS
+from app.records import EDITABLE_FIELDS, printable
 from app.store.cache import apply_server_record
 from app.store.db import connection
 from app.store.errors import InvalidEditError, storage_errors
 from app.store.store import Store
 from app.sync.merge import Merge
+
+#: The longest note the server takes with an escalation (RaiseConflict.note).
+NOTE_MAX = 2000
 
 __all__ = ["ConflictView", "Conflicts", "FieldView"]
 
@@ -285,7 +288,17 @@ class Conflicts:
     # -- review queue ------------------------------------------------------------------------
 
     def escalate(self, job_id: int, note: str | None = None) -> None:
-        """Send to an admin: durable first, delivered by the worker (``pending_escalations``)."""
+        """Send to an admin: durable first, delivered by the worker (``pending_escalations``).
+
+        The note is checked against the server's rules here: refused at the next sync, the
+        conflict would wait for a review that never comes."""
+        if note is not None:
+            if len(note) > NOTE_MAX:
+                raise InvalidEditError(f"note: at most {NOTE_MAX} characters ({len(note)} given)")
+            try:
+                printable(note)
+            except ValueError as exc:
+                raise InvalidEditError(f"note: {exc}") from None
         view = self.get(job_id)
         if view.status != "open":
             raise InvalidEditError(f"conflict {job_id} is {view.status}, not open")
@@ -319,6 +332,15 @@ class Conflicts:
             }
             for job_id, entity, mine, server, note, key in rows
         ]
+
+    def escalation_refused(self, job_id: int) -> None:
+        """The server refused to open the review (4xx): the conflict is the person's again."""
+        with storage_errors(self.store.path), self.store.db.atomic():
+            connection(self.store.db).execute(
+                "UPDATE conflicts SET status = 'open', review_key = NULL "
+                "WHERE job_id = ? AND status = 'escalating'",
+                (job_id,),
+            )
 
     def mark_escalated(self, job_id: int, review_id: str) -> None:
         with storage_errors(self.store.path), self.store.db.atomic():

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from app.credentials import scrub
 from app.events import (
     AuthRequired,
     ConflictRaised,
@@ -531,6 +532,15 @@ class SyncEngine:
                 )
             elif reply.status == 401:
                 raise AuthError("the server refused this device's token", status=401)
+            elif 400 <= reply.status < 500 and reply.status not in (408, 409, 429):
+                # Refused for good (too large, invalid): the person decides again, told why.
+                await self.executor.run(self.conflicts.escalation_refused, item["job_id"])
+                why = (reply.body or {}).get("detail") or (reply.body or {}).get("error")
+                self.last_error = scrub(
+                    f"the server refused to send conflict {item['job_id']} for review "
+                    f"({reply.status}): {why}"
+                )
+                log.warning("%s", self.last_error)
 
     async def _probe(self) -> None:
         delay = self.connectivity.next_probe_delay()

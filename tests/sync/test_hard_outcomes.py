@@ -13,14 +13,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from app.events import ConnectivityChanged, Event
 from app.store.backoff import BackoffPolicy
 from app.store.cache import apply_server_record
 from app.store.db import connection
+from app.store.errors import InvalidEditError
 from app.store.queue import QueueConfig
 from app.store.store import Store
+from app.sync.conflicts import Conflicts
 from tests.sync.fake_server import FakeServer, json_response, record
 from tests.sync.sync_support import (
     FAST_BACKOFF,
@@ -217,3 +220,41 @@ async def test_a_busy_pull_waits_as_asked_and_deliveries_go_on(tmp_path: Path, s
     assert "offline" not in states
     assert engine.last_error is not None
     assert str(status) in engine.last_error
+
+
+# -- an escalation the server refuses -----------------------------------------------------
+
+
+async def test_an_escalation_the_server_refuses_goes_back_to_the_person(store: Store) -> None:
+    # Before: the conflict stayed "escalating" for good, re-sent and refused at every sync,
+    # while `sync --until-idle` said idle and the person could not escalate it again.
+    entity = str(uuid.uuid4())
+    seed(store, record(entity, 1, title="Pump"))
+    job_id = store.record_edit("update", entity, {"title": "Pump (mine)"}).job_id
+    fake = FakeServer()
+    current = record(entity, 2, title="Pump (theirs)")
+    fake.script.append(json_response(409, {"error": "version_conflict", "current": current}))
+    engine = make_engine(store, URL, TOKEN, transport=fake.transport, batch_size=1)
+    await run_engine_until(engine, lambda: job_rows(store)[0]["status"] == "conflict")
+
+    conflicts = Conflicts(store)
+    with pytest.raises(InvalidEditError, match="at most 2000"):
+        conflicts.escalate(job_id, "x" * 2001)  # refused here, before it waits on the server
+    conflicts.escalate(job_id, "please look")
+    answer = fake._answer
+
+    def refuse_reviews(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/conflicts":
+            return json_response(422, {"error": "invalid_payload", "detail": "entity unknown"})
+        return answer(request)
+
+    fake._answer = refuse_reviews  # type: ignore[method-assign]
+    engine = make_engine(store, URL, TOKEN, transport=fake.transport)
+    try:
+        await engine.run_until_idle(5.0)
+    finally:
+        close_engine_thread(engine)
+    assert conflicts.get(job_id).status == "open", "the person can decide or escalate again"
+    assert engine.last_error is not None
+    assert "refused to send conflict" in engine.last_error
+    assert "entity unknown" in engine.last_error
