@@ -261,6 +261,27 @@ def test_conflict_resolved_per_field_sends_the_merged_record(
     )
 
 
+def test_taking_all_theirs_asks_first(run: Runner, open_window: Open, store: Store) -> None:
+    # "Keep all mine" and "Take all theirs" decide the whole conflict at once, unlike the
+    # per-field buttons beside them: one stray tap used to throw an edit away unasked.
+    entity_id, job_id = make_conflict(store)
+    app_vm, window = open_window()
+    settle(run, app_vm)
+    app_vm.resolveConflictFor(entity_id)
+    settle(run, app_vm)
+    click(window, find(window, "takeAllTheirsButton"))
+    settle(run, app_vm)
+    assert find(window, "confirmAll").isVisible()
+    assert app_vm.page == "conflict"
+    assert store.db.execute_sql("SELECT status FROM jobs WHERE id = ?", (job_id,)).fetchone() == (
+        "conflict",
+    )
+    click(window, find(window, "confirmAllButton"))
+    run.until(lambda: app_vm.page == "list")
+    decided = store.db.execute_sql("SELECT status FROM conflicts WHERE job_id = ?", (job_id,))
+    assert decided.fetchone() == ("resolved",)
+
+
 def test_sign_in_shows_the_keyring_problem(
     run: Runner, open_window: Open, store: Store, services: Services
 ) -> None:

@@ -140,10 +140,52 @@ Pane {
                     implicitHeight: 44
                     onClicked: page.vm.resolve()
                 }
-                Button { objectName: "keepAllMineButton"; text: "Keep all mine"; implicitHeight: 44; onClicked: page.vm.keepAllMine() }
-                Button { objectName: "takeAllTheirsButton"; text: "Take all theirs"; implicitHeight: 44; onClicked: page.vm.takeAllTheirs() }
+                // These decide the whole conflict at once (the per-field buttons only choose):
+                // they ask first.
+                Button { objectName: "keepAllMineButton"; text: "Keep all mine"; implicitHeight: 44; onClicked: confirmAll.side = "mine" }
+                Button { objectName: "takeAllTheirsButton"; text: "Take all theirs"; implicitHeight: 44; onClicked: confirmAll.side = "theirs" }
                 Button { visible: page.vm.canRestore; text: "Restore it"; implicitHeight: 44; onClicked: page.vm.restore() }
                 Button { objectName: "laterButton"; text: "Resolve later"; implicitHeight: 44; onClicked: page.vm.later() }
+            }
+            Frame {
+                id: confirmAll
+                objectName: "confirmAll"
+                property string side: ""
+                visible: side !== "" && page.vm.hasCurrent
+                Layout.fillWidth: true
+                ColumnLayout {
+                    width: parent.width
+                    PlainLabel {
+                        text: confirmAll.side === "mine"
+                              ? "Keep your values for every field? The server's changes to them are replaced."
+                              : "Take the server's values for every field? Your edits to them are dropped."
+                        wrapMode: Text.WordWrap
+                        Layout.fillWidth: true
+                    }
+                    RowLayout {
+                        Layout.fillWidth: true
+                        Button {
+                            objectName: "confirmAllButton"
+                            text: confirmAll.side === "mine" ? "Keep all mine" : "Take all theirs"
+                            implicitHeight: 44
+                            Layout.fillWidth: true
+                            onClicked: {
+                                const side = confirmAll.side
+                                confirmAll.side = ""
+                                if (side === "mine")
+                                    page.vm.keepAllMine()
+                                else
+                                    page.vm.takeAllTheirs()
+                            }
+                        }
+                        Button {
+                            text: "Cancel"
+                            implicitHeight: 44
+                            Layout.fillWidth: true
+                            onClicked: confirmAll.side = ""
+                        }
+                    }
+                }
             }
             RowLayout {
                 visible: page.vm.hasCurrent && !page.vm.waitingForReview

@@ -13,6 +13,11 @@ Pane {
     readonly property bool hasJob: job.jobId !== undefined
     padding: 0
 
+    function showDetails() {
+        const top = column.y + details.y - 8
+        flick.contentY = Math.max(0, Math.min(top, flick.contentHeight - flick.height))
+    }
+
     Flickable {
         id: flick
         anchors.fill: parent
@@ -140,7 +145,12 @@ Pane {
                     Layout.fillWidth: true
                     highlighted: page.vm.selectedJobId === jobId
                     implicitHeight: Math.max(56, cells.implicitHeight + 12)
-                    onClicked: page.vm.select(jobId)
+                    onClicked: {
+                        page.vm.select(jobId)
+                        // The details sit below every row: bring them into view, or a tap on
+                        // row 40 of 50 seems to do nothing.
+                        Qt.callLater(page.showDetails)
+                    }
                     contentItem: RowLayout {
                         id: cells
                         spacing: 8
@@ -186,6 +196,7 @@ Pane {
 
             // The selected change.
             ColumnLayout {
+                id: details
                 visible: page.hasJob
                 Layout.fillWidth: true
                 Layout.topMargin: 8
