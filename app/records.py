@@ -74,6 +74,14 @@ EDITABLE_FIELDS: tuple[str, ...] = (
 )
 
 
+def _uuid_text(value: str, name: str) -> str:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a UUID") from None
+    return value
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
 
@@ -126,14 +134,7 @@ class Mutation(_Strict):
     base_version: int | None = Field(default=None, ge=1)
     fields: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("entity_id")
-    @classmethod
-    def _entity_id_is_uuid(cls, value: str) -> str:
-        try:
-            uuid.UUID(value)
-        except ValueError:
-            raise ValueError("entity_id must be a UUID") from None
-        return value
+    _entity_id_is_uuid = field_validator("entity_id")(lambda value: _uuid_text(value, "entity_id"))
 
 
 class ServerRecord(BaseModel):
@@ -156,14 +157,7 @@ class ServerRecord(BaseModel):
     updated_at: str | None = None
     updated_by: str | None = None
 
-    @field_validator("id")
-    @classmethod
-    def _id_is_uuid(cls, value: str) -> str:
-        try:
-            uuid.UUID(value)
-        except ValueError:
-            raise ValueError("id must be a UUID") from None
-        return value
+    _id_is_uuid = field_validator("id")(lambda value: _uuid_text(value, "id"))
 
 
 def server_record_problem(record: object) -> str | None:

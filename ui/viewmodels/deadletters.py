@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -313,19 +314,8 @@ class DeadLetterModel(QAbstractListModel):
         self._tasks.start(self._retry_many(sorted(self._checked)), "dead-retry-checked")
 
     async def _retry_many(self, job_ids: list[int]) -> None:
-        entities = [job.entity_id for job in self._all if job.id in job_ids]
-        done = 0
-        for job_id in job_ids:
-            try:
-                await self._services.executor.run(_retry, self._services.store, job_id, None)
-                done += 1
-            except StoreError as exc:
-                self.message.emit(str(exc))
-        if done:
-            self.message.emit(f"Sending {done} {'change' if done == 1 else 'changes'} again.")
-            self._wake()
-        await self._reload()
-        self.entitiesChanged.emit(entities)
+        store = self._services.store
+        await self._each(job_ids, lambda job_id: _retry(store, job_id, None), "Sending {} again.")
 
     async def _retry(self, job_id: int, payload: dict[str, Any] | None) -> None:
         job = next((j for j in self._all if j.id == job_id), None)
@@ -350,17 +340,21 @@ class DeadLetterModel(QAbstractListModel):
         self._tasks.start(self._discard(sorted(self._checked)), "dead-discard")
 
     async def _discard(self, job_ids: list[int]) -> None:
+        store = self._services.store
+        await self._each(job_ids, store.discard, "Discarded {}; kept in the audit log.")
+
+    async def _each(self, job_ids: list[int], action: Callable[[int], object], done: str) -> None:
+        """``action`` on each job in the store thread; one message for all, one reload."""
         entities = [job.entity_id for job in self._all if job.id in job_ids]
-        done = 0
+        count = 0
         for job_id in job_ids:
             try:
-                await self._services.executor.run(self._services.store.discard, job_id)
-                done += 1
+                await self._services.executor.run(action, job_id)
+                count += 1
             except StoreError as exc:
                 self.message.emit(str(exc))
-        if done:
-            noun = "change" if done == 1 else "changes"
-            self.message.emit(f"Discarded {done} {noun}; kept in the audit log.")
+        if count:
+            self.message.emit(done.format(f"{count} {'change' if count == 1 else 'changes'}"))
             self._wake()
         await self._reload()
         self.entitiesChanged.emit(entities)

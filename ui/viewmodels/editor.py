@@ -100,22 +100,8 @@ class EditorViewModel(QObject):
 
     # -- slots ------------------------------------------------------------------------------
 
-    @Slot()
-    def newRecord(self) -> None:
-        self._wanted = ""
-        self._entity_id = ""
-        self._original = dict(_BLANK)
-        self._form = dict(_BLANK)
-        self._server_version = None
-        self._state = None
-        self._reset_validation()
-        self._loaded = True
-        self.changed.emit()
-
-    @Slot(str)
-    def load(self, entity_id: str) -> None:
-        """Open a work order: nothing of the previous one stays on screen, and nothing can be
-        saved until this one has been read."""
+    def _blank(self, entity_id: str, *, loaded: bool) -> None:
+        """An empty form for ``entity_id`` ("" for a new one): nothing of another record."""
         self._wanted = entity_id
         self._entity_id = entity_id
         self._original = dict(_BLANK)
@@ -123,8 +109,18 @@ class EditorViewModel(QObject):
         self._server_version = None
         self._state = None
         self._reset_validation()
-        self._loaded = False
+        self._loaded = loaded
         self.changed.emit()
+
+    @Slot()
+    def newRecord(self) -> None:
+        self._blank("", loaded=True)
+
+    @Slot(str)
+    def load(self, entity_id: str) -> None:
+        """Open a work order: nothing of the previous one stays on screen, and nothing can be
+        saved until this one has been read."""
+        self._blank(entity_id, loaded=False)
         self._tasks.start(self._load(entity_id), "editor-load")
 
     async def _load(self, entity_id: str) -> None:
