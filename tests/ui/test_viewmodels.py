@@ -111,6 +111,21 @@ def test_editor_shows_the_work_order_last_opened_whatever_finishes_later(
     assert messages == ["Could not open this work order: database is locked"]
 
 
+def test_a_second_new_form_is_not_replaced_by_the_first_ones_save(
+    run: Runner, services: Services, root: Any, store: Store
+) -> None:
+    editor = EditorViewModel(services, root)
+    editor.newRecord()
+    editor.setField("title", "First pump")
+    editor.save()
+    editor.newRecord()  # "+ New" again before the save comes back
+    editor.setField("title", "Second pump, typing")
+    run(editor.wait_idle())
+    assert editor.isNew
+    assert editor.fields["title"] == "Second pump, typing"
+    assert [row["title"] for row in store.cache.query()] == ["First pump"]
+
+
 def test_editor_edit_revert_and_nothing_changed(
     run: Runner, services: Services, root: Any, store: Store, qtbot: Any
 ) -> None:

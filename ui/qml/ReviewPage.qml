@@ -66,7 +66,7 @@ Pane {
                     contentItem: PlainLabel {
                         id: rowText
                         text: "<b>" + page.escaped(modelData.title) + "</b><br>" + page.escaped(modelData.text)
-                              + (modelData.note ? "<br><i>" + modelData.note + "</i>" : "")
+                              + (modelData.note ? "<br><i>" + page.escaped(modelData.note) + "</i>" : "")
                         textFormat: Text.StyledText
                         wrapMode: Text.WordWrap
                     }

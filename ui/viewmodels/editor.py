@@ -94,15 +94,16 @@ class EditorViewModel(QObject):
         self._touched: set[str] = set()
         self._saving = False
         self._loaded = False
-        # The work order the person last asked for ("" for a new one). A load or a save that
-        # finishes after they moved on must not put another record on the screen.
-        self._wanted = ""
+        # Counts the forms shown (each work order opened, each new form). A load or a save
+        # that finishes after the person moved on must not put another record on screen, and
+        # two new forms in a row are different forms.
+        self._generation = 0
 
     # -- slots ------------------------------------------------------------------------------
 
     def _blank(self, entity_id: str, *, loaded: bool) -> None:
         """An empty form for ``entity_id`` ("" for a new one): nothing of another record."""
-        self._wanted = entity_id
+        self._generation += 1
         self._entity_id = entity_id
         self._original = dict(_BLANK)
         self._form = dict(_BLANK)
@@ -121,19 +122,19 @@ class EditorViewModel(QObject):
         """Open a work order: nothing of the previous one stays on screen, and nothing can be
         saved until this one has been read."""
         self._blank(entity_id, loaded=False)
-        self._tasks.start(self._load(entity_id), "editor-load")
+        self._tasks.start(self._load(entity_id, self._generation), "editor-load")
 
-    async def _load(self, entity_id: str) -> None:
+    async def _load(self, entity_id: str, generation: int) -> None:
         try:
             record, state = await self._services.executor.run(
                 _load, self._services.store, entity_id
             )
         except StoreError as exc:
-            if entity_id == self._wanted:
+            if generation == self._generation:
                 self.message.emit(f"Could not open this work order: {exc}")
             return
-        if entity_id != self._wanted:
-            return  # the person opened another one meanwhile
+        if generation != self._generation:
+            return  # the person opened another form meanwhile
         if record is None:
             self.message.emit("This work order is no longer on this device.")
             self.newRecord()
@@ -183,11 +184,11 @@ class EditorViewModel(QObject):
         # work order before then.
         op = "create" if self.isNew else "update"
         edit = (op, self._entity_id or None, clean, self._server_version)
-        self._tasks.start(self._save(self._wanted, *edit), "editor-save")
+        self._tasks.start(self._save(self._generation, *edit), "editor-save")
 
     async def _save(
         self,
-        wanted: str,
+        generation: int,
         op: str,
         entity_id: str | None,
         fields: dict[str, Any],
@@ -209,9 +210,8 @@ class EditorViewModel(QObject):
             self.changed.emit()
         self.saved.emit(result.entity_id)
         held = False
-        if self._wanted == wanted:  # still on this record (or on the new one just created)
-            self._wanted = result.entity_id
-            await self._load(result.entity_id)
+        if self._generation == generation:  # still on this form: show what was saved
+            await self._load(result.entity_id, generation)
             state = self._state
             held = state is not None and bool(state.dead or state.conflict)
         if held:
@@ -230,7 +230,7 @@ class EditorViewModel(QObject):
 
     def on_bridge_records_changed(self, entity_ids: list[str]) -> None:
         if self._entity_id and self._entity_id in entity_ids and not self.dirty:
-            self._tasks.start(self._load(self._entity_id), "editor-refresh")
+            self._tasks.start(self._load(self._entity_id, self._generation), "editor-refresh")
 
     def on_bridge_job_state_changed(
         self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
