@@ -59,6 +59,18 @@ class WorkOrderCache:
             row = connection(self.db).execute(f"{_SELECT} WHERE w.id = ?", (entity_id,)).fetchone()
         return None if row is None else _row_to_dict(row)
 
+    def existing(self, entity_ids: list[str]) -> list[str]:
+        """Which of these work orders this device already holds (one query per 500)."""
+        found: list[str] = []
+        conn = connection(self.db)
+        for start in range(0, len(entity_ids), 500):
+            chunk = entity_ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            rows = conn.execute(f"SELECT id FROM work_orders WHERE id IN ({marks})", chunk)
+            found.extend(row[0] for row in rows)
+        order = {entity_id: i for i, entity_id in enumerate(entity_ids)}
+        return sorted(found, key=order.__getitem__)
+
     def exists(self, entity_id: str) -> bool:
         """Whether the cache holds this work order (deleted or not); cheaper than ``get``."""
         with storage_errors(self.path):

@@ -107,15 +107,26 @@ class Store:
         one (named by its label, else "record N") aborts the import with nothing saved; then
         one transaction per chunk."""
         checked: list[tuple[str, dict[str, Any]]] = []
+        named: dict[str, str] = {}  # id given in the file -> where
         for number, record in enumerate(records, start=1):
+            where = labels[number - 1] if labels is not None else f"record {number}"
             record = dict(record)
-            entity_id = str(record.pop("id", None) or uuid.uuid4())
+            given = record.pop("id", None)
+            entity_id = str(given or uuid.uuid4())
             try:
                 _check_uuid(entity_id)
                 checked.append((entity_id, validate_create(record)))
             except (ValidationError, ValueError, InvalidEditError) as exc:
-                where = labels[number - 1] if labels is not None else f"record {number}"
                 raise InvalidEditError(f"{where}: {_reason(exc)}") from None
+            if given:
+                if entity_id in named:
+                    raise InvalidEditError(
+                        f"{where}: work order {entity_id} is also at {named[entity_id]}"
+                    )
+                named[entity_id] = where
+        with storage_errors(self.path):
+            for existing in self.cache.existing(list(named)):
+                raise InvalidEditError(f"{named[existing]}: work order {existing} already exists")
         created: list[str] = []
         for start in range(0, len(checked), chunk):
             created.extend(self._write_creates(checked[start : start + chunk]))

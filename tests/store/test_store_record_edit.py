@@ -200,3 +200,18 @@ def test_disk_full_during_enqueue_keeps_earlier_edits(data_dir: Path) -> None:
         assert entities == set(saved), "every saved record has its job; the failed one neither"
         # With room again, edits go through.
         store.record_edit("create", None, {"title": "After cleanup"})
+
+
+def test_import_refuses_ids_repeated_or_already_held_before_saving_any(store: Store) -> None:
+    held = store.record_edit("create", None, {"title": "Already here"}).entity_id
+    repeated = str(uuid.uuid4())
+    records = [{"title": f"Imported {n}"} for n in range(5)]
+    records[1]["id"] = repeated
+    records[4]["id"] = repeated
+    twice = rf"record 5: work order {repeated} is also at record 2"
+    with pytest.raises(InvalidEditError, match=twice):
+        store.import_records(records, chunk=2)
+    records[4]["id"] = held
+    with pytest.raises(InvalidEditError, match=rf"record 5: work order {held} already exists"):
+        store.import_records(records, chunk=2)
+    assert store.cache.count() == 1, "nothing of either attempt was saved"
