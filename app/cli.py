@@ -26,7 +26,8 @@ EXIT_CODES = """exit status:
   1  could not finish: storage, network, keyring, or sync not idle before the timeout
   2  bad input: arguments, field values, a file to import (nothing was saved)
   3  the server refused this device's token: sign in again (fieldsync login)
-  130  interrupted"""
+  130  interrupted
+  141  the reader of the output went away (| head)"""
 
 Command = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, Command] = {}

@@ -555,46 +555,50 @@ class JobQueue:
         return str(key)
 
     def discard(self, job_id: int) -> dict[str, Any]:
-        """Give up on a dead or conflicted job; returns its row for the audit log.
+        """Give up on a dead or conflicted job; returns its row (as the audit log keeps it,
+        with its base version). ``Store.discard`` also settles the work order: call that."""
+        found = self._discard_where("id = ? AND status IN ('dead', 'conflict')", (job_id,))
+        if not found:
+            raise StoreError(f"job {job_id} is not a dead or conflicted job")
+        return found[0]
 
-        ``Store.discard`` also puts the work order's visible fields back: call that one."""
+    def discard_after(self, entity_key: str, job_id: int) -> list[dict[str, Any]]:
+        """Give up on every edit of ``entity_key`` queued after ``job_id`` (its create was
+        given up: they could never reach it). A job being sent right now is left alone."""
+        return self._discard_where(
+            "entity_key = ? AND id > ? AND finished_at IS NULL "
+            "AND status IN ('pending', 'dead', 'conflict')",
+            (entity_key, job_id),
+        )
+
+    def _discard_where(self, condition: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
         now = self.clock()
         with WriteTransaction(self.db, self.path) as conn:
-            cursor = conn.execute(
+            rows = conn.execute(
                 "UPDATE jobs SET status = 'done', last_error = 'discarded: ' || "
-                "COALESCE(last_error, ''), updated_at = ?, finished_at = ? "
-                "WHERE id = ? AND status IN ('dead', 'conflict') "
+                f"COALESCE(last_error, ''), updated_at = ?, finished_at = ? WHERE {condition} "
                 "RETURNING id, entity_key, payload, idempotency_key, last_error, base_version",
-                (now, now, job_id),
-            ).fetchone()
-            if cursor is None:
-                raise StoreError(f"job {job_id} is not a dead or conflicted job")
-            _close_conflict(conn, job_id, "discarded", now)
-            if cursor[5] is not None:
-                # The next edit of this work order was made on top of this one, which never
-                # reached the server: it is based on what this one was based on. Sent against
-                # the latest version instead, it would overwrite whatever changed there since
-                # without a conflict (the person who just chose "theirs" would lose it).
+                (now, now, *params),
+            ).fetchall()
+            entries: list[dict[str, Any]] = []
+            for row in sorted(rows):
+                _close_conflict(conn, row[0], "discarded", now)
+                entry = {
+                    "id": row[0],
+                    "entity_key": row[1],
+                    "payload": json.loads(row[2]),
+                    "idempotency_key": row[3],
+                    "last_error": row[4],
+                }
                 conn.execute(
-                    "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
-                    "WHERE id = (SELECT MIN(id) FROM jobs WHERE entity_key = ? AND id > ? "
-                    "AND finished_at IS NULL) AND chained = 1",
-                    (cursor[5], cursor[1], job_id),
+                    "INSERT INTO audit_log (at, action, job_id, entity_key, detail) "
+                    "VALUES (?, 'discard', ?, ?, ?)",
+                    (now, row[0], row[1], json.dumps(entry)),
                 )
-            self._bump(conn, "jobs_discarded", 1)
-            entry = {
-                "id": cursor[0],
-                "entity_key": cursor[1],
-                "payload": json.loads(cursor[2]),
-                "idempotency_key": cursor[3],
-                "last_error": cursor[4],
-            }
-            conn.execute(
-                "INSERT INTO audit_log (at, action, job_id, entity_key, detail) "
-                "VALUES (?, 'discard', ?, ?, ?)",
-                (now, job_id, entry["entity_key"], json.dumps(entry)),
-            )
-        return entry
+                entries.append({**entry, "base_version": row[5]})
+            if entries:
+                self._bump(conn, "jobs_discarded", len(entries))
+        return entries
 
     # -- counters ----------------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ its job in the same transaction: both are durable, or neither is.
 
 from __future__ import annotations
 
+import json
 import random
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -89,11 +91,24 @@ class Store:
             return self._record(op, entity_id, fields, base_version, priority)
 
     def discard(self, job_id: int) -> dict[str, Any]:
-        """Give up on a dead or conflicted edit (kept in the audit log), and show the work
-        order as the server has it plus the edits still queued, atomically."""
-        with WriteTransaction(self.db, self.path):
+        """Give up on a dead or conflicted edit (kept in the audit log), atomically with what
+        follows from it:
+
+        - a create the server never had takes the edits queued after it along (they could
+          never reach it), and the work order leaves the device;
+        - otherwise the next queued edit, made on top of the given-up one, gets a base
+          version (``_rebase_after``), and the work order shows the server's record with the
+          edits still queued on top.
+        """
+        with WriteTransaction(self.db, self.path) as conn:
             entry = self.queue.discard(job_id)
-            self.cache.restore_visible(str(entry["entity_key"]), self.clock())
+            entity = str(entry["entity_key"])
+            snapshot = self.cache.server_snapshot(entity)
+            if entry["payload"].get("op") == "create" and snapshot is None:
+                self.queue.discard_after(entity, job_id)
+            else:
+                _rebase_after(conn, entry, snapshot)
+            self.cache.restore_visible(entity, self.clock())
         return entry
 
     def import_records(
@@ -200,6 +215,43 @@ class Store:
     def stats(self) -> dict[str, Any]:
         with storage_errors(self.path):
             return queue_stats(self.db, self.path, self.clock())
+
+
+def _rebase_after(
+    conn: sqlite3.Connection, given_up: dict[str, Any], snapshot: dict[str, Any] | None
+) -> None:
+    """The base version of the edit queued after ``given_up`` (it waited for that one's).
+
+    It was made on top of the given-up edit, so on what that one was based on. If the server
+    has moved on since, it goes against the newer version only when the server changed none
+    of the fields it sets (the conflict's stored base tells); else against the old one,
+    so it meets a conflict and a person decides, instead of overwriting unseen changes.
+    """
+    base = given_up["base_version"]
+    if base is None:
+        return  # itself waiting for a base: the next one keeps waiting the same way
+    after = conn.execute(
+        "SELECT id, payload FROM jobs WHERE entity_key = ? AND id > ? AND finished_at IS NULL "
+        "ORDER BY id LIMIT 1",
+        (given_up["entity_key"], given_up["id"]),
+    ).fetchone()
+    if after is None:
+        return
+    current = None if snapshot is None else snapshot.get("version")
+    if current is not None and current != base:
+        row = conn.execute(
+            "SELECT base FROM conflicts WHERE job_id = ?", (given_up["id"],)
+        ).fetchone()
+        before = json.loads(row[0]) if row is not None and row[0] else None
+        fields = json.loads(after[1]).get("fields", {})
+        assert snapshot is not None
+        if before is not None and all(before.get(f) == snapshot.get(f) for f in fields):
+            base = current
+    conn.execute(
+        "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
+        "WHERE id = ? AND chained = 1",
+        (base, after[0]),
+    )
 
 
 def _check_uuid(value: str) -> None:

@@ -151,6 +151,21 @@ async def test_discarding_a_dead_create_removes_what_the_server_never_had(
     assert audit == [("discard",)], "the edit itself is kept in the audit log"
 
 
+async def test_discarding_a_dead_create_takes_its_queued_edits_along(store: Store) -> None:
+    # Before: the later edit stayed queued (and on screen), went out as an update of a
+    # record the server never had, and died too: the person had to discard twice.
+    job_id = await dead_edit(store, "create", None, title="Never created")
+    entity = job_rows(store)[0]["entity_key"]
+    later = store.record_edit("update", entity, {"notes": "typed after"}).job_id
+
+    store.discard(job_id)
+
+    assert {r["id"]: r["status"] for r in job_rows(store)} == {job_id: "done", later: "done"}
+    assert store.cache.get(entity) is None
+    audit = connection(store.db).execute("SELECT job_id FROM audit_log ORDER BY id").fetchall()
+    assert audit == [(job_id,), (later,)], "both are kept in the audit log"
+
+
 # -- the clock set back while a job waits -------------------------------------------------
 
 

@@ -210,6 +210,26 @@ async def test_keeping_theirs_is_not_undone_by_my_next_edit_of_the_same_field(
     assert (title.mine, title.server) == ("Pump (A2)", "Office title")
 
 
+async def test_my_next_edit_of_other_fields_goes_through_after_keeping_theirs(
+    store: Store, server: EmbeddedServer, token_a: str, api_a: ServerApi
+) -> None:
+    # The same, but the second edit sets a field the office did not touch: it goes out
+    # against the office's version, without a conflict nobody needs.
+    entity = store.record_edit("create", None, {"title": "Pump"}).entity_id
+    await sync_until_idle(store, server.base_url, token_a)
+    first = store.record_edit("update", entity, {"notes": "mine"}).job_id
+    second = store.record_edit("update", entity, {"assignee": "Ana"}).job_id
+    assert api_a.update(entity, 1, notes="office").status_code == 200
+    await sync_until_idle(store, server.base_url, token_a)
+    assert Conflicts(store).resolve(first, "theirs") == "discarded"
+    await sync_until_idle(store, server.base_url, token_a)
+
+    on_server = server_record(api_a, entity)
+    assert (on_server["notes"], on_server["assignee"]) == ("office", "Ana")
+    assert {row["id"]: row["status"] for row in job_rows(store)}[second] == "done"
+    assert Conflicts(store).views() == []
+
+
 async def test_delete_against_a_server_edit_is_a_conflict(
     store: Store,
     other_store: Store,
