@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from app.records import PAYLOAD_SCHEMA_VERSION
-from app.store.queue import _ACK_MANY, _CLAIM, _INSERT_ATTEMPT, Outcome
+from app.store.queue import Outcome
+from app.store.statements import ACK_MANY, CLAIM, INSERT_ATTEMPT
 from app.store.store import TOPIC_WORK_ORDERS, Store
 
 WORKER = "bench-worker"
@@ -172,7 +173,7 @@ class RawSqlite(Subject):
         # One statement, its own write transaction, committed without an fsync (the lease is
         # not data; the ack's fsync covers it): as JobQueue.claim runs it.
         self.conn.execute("PRAGMA synchronous=NORMAL")
-        rows = self.conn.execute(_CLAIM, (WORKER, now + 60.0, now, now, limit)).fetchall()
+        rows = self.conn.execute(CLAIM, (WORKER, now + 60.0, now, now, limit)).fetchall()
         self.conn.execute("PRAGMA synchronous=FULL")
         return now, rows
 
@@ -181,10 +182,10 @@ class RawSqlite(Subject):
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         ids = json.dumps([row[0] for row in rows])
-        done = [job_id for (job_id,) in conn.execute(_ACK_MANY, (now, now, ids))]
+        done = [job_id for (job_id,) in conn.execute(ACK_MANY, (now, now, ids))]
         duration = (now - claimed_at) * 1000.0
         conn.executemany(
-            _INSERT_ATTEMPT, [(job_id, claimed_at, duration, "done", None, None) for job_id in done]
+            INSERT_ATTEMPT, [(job_id, claimed_at, duration, "done", None, None) for job_id in done]
         )
         conn.execute("COMMIT")
         return len(done)

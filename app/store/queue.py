@@ -30,6 +30,13 @@ from app.records import PAYLOAD_SCHEMA_VERSION
 from app.store.backoff import BackoffPolicy, backoff_delay
 from app.store.db import WriteTransaction, connection
 from app.store.errors import StoreError, storage_errors
+from app.store.statements import (
+    ACK_MANY,
+    CLAIM,
+    INSERT_ATTEMPT,
+    INSERT_FIRST_JOB,
+    INSERT_JOB,
+)
 
 __all__ = ["ClaimedJob", "JobQueue", "Outcome", "QueueConfig"]
 
@@ -75,60 +82,6 @@ class Outcome:
     http_status: int | None = None
     duration_ms: float | None = None
 
-
-_CLAIM_COLUMNS = (
-    "id, topic, payload, payload_version, idempotency_key, entity_key, base_version, "
-    "priority, attempt_count, correlation_id, created_at, locked_until"
-)
-
-# One statement decides ``chained`` and inserts, so it is atomic on its own: inside the caller's
-# transaction it needs no savepoint, outside one it needs no BEGIN/COMMIT pair.
-_INSERT_JOB = """
-INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, base_version,
-                  chained, priority, status, attempt_count, next_attempt_at, correlation_id,
-                  created_at, updated_at)
-SELECT ?1, ?2, ?3, ?4, ?5, CASE WHEN prior.chained THEN NULL ELSE ?6 END, prior.chained,
-       ?7, 'pending', 0, ?8, ?9, ?8, ?8
-FROM (SELECT EXISTS (
-          SELECT 1 FROM jobs WHERE entity_key = ?5 AND finished_at IS NULL) AS chained) AS prior
-"""
-
-# A job for a work order created just now (its id was generated in the same transaction) has
-# no earlier job to wait for: no lookup of outstanding jobs.
-_INSERT_FIRST_JOB = """
-INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, base_version,
-                  chained, priority, status, attempt_count, next_attempt_at, correlation_id,
-                  created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 'pending', 0, ?8, ?9, ?8, ?8)
-"""
-
-_CLAIM = f"""
-UPDATE jobs SET status = 'leased', locked_by = ?, locked_until = ?,
-       attempt_count = attempt_count + 1, updated_at = ?
-WHERE id IN (
-    SELECT j.id FROM jobs AS j
-    WHERE j.status = 'pending' AND j.next_attempt_at <= ?
-      AND NOT EXISTS (
-          SELECT 1 FROM jobs AS e
-          WHERE e.entity_key = j.entity_key AND e.id < j.id AND e.finished_at IS NULL)
-    ORDER BY j.priority DESC, j.id
-    LIMIT ?)
-RETURNING {_CLAIM_COLUMNS}
-"""
-
-_INSERT_ATTEMPT = (
-    "INSERT INTO attempts (job_id, started_at, duration_ms, outcome, http_status, error) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
-)
-
-
-# Done from leased or pending (a lease that expired while the reply was on its way); the ids
-# come as one JSON array.
-_ACK_MANY = (
-    "UPDATE jobs SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, "
-    "updated_at = ?, finished_at = ? WHERE id IN (SELECT value FROM json_each(?)) "
-    "AND status IN ('leased', 'pending') RETURNING id"
-)
 
 _NORMAL = 1  # PRAGMA synchronous levels: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA
 
@@ -213,7 +166,7 @@ class JobQueue:
         body = orjson.dumps(payload).decode()
         with storage_errors(self.path):
             cursor = connection(self.db).execute(
-                _INSERT_FIRST_JOB if new_entity else _INSERT_JOB,
+                INSERT_FIRST_JOB if new_entity else INSERT_JOB,
                 (
                     topic,
                     body,
@@ -253,7 +206,7 @@ class JobQueue:
             if relax:
                 conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                rows = conn.execute(_CLAIM, (worker_id, until, now, now, limit)).fetchall()
+                rows = conn.execute(CLAIM, (worker_id, until, now, now, limit)).fetchall()
             finally:
                 if relax:
                     conn.execute(f"PRAGMA synchronous={self._synchronous}")
@@ -308,11 +261,11 @@ class JobQueue:
             done: set[int] = set()
             for start in range(0, len(results), 500):
                 ids = [job.id for job, _, _ in results[start : start + 500]]
-                done.update(row[0] for row in conn.execute(_ACK_MANY, (now, now, json.dumps(ids))))
+                done.update(row[0] for row in conn.execute(ACK_MANY, (now, now, json.dumps(ids))))
             if not done:
                 return 0
             conn.executemany(
-                _INSERT_ATTEMPT,
+                INSERT_ATTEMPT,
                 [
                     self._attempt_row(job, "done", outcome, now)
                     for job, outcome, _ in results
@@ -412,7 +365,7 @@ class JobQueue:
     def _record_attempt(
         self, conn: sqlite3.Connection, job: ClaimedJob, result: str, outcome: Outcome, now: float
     ) -> None:
-        conn.execute(_INSERT_ATTEMPT, self._attempt_row(job, result, outcome, now))
+        conn.execute(INSERT_ATTEMPT, self._attempt_row(job, result, outcome, now))
 
     @staticmethod
     def _attempt_row(
@@ -441,7 +394,7 @@ class JobQueue:
             ).fetchall()
             for job_id, _ in rows:
                 conn.execute(
-                    _INSERT_ATTEMPT,
+                    INSERT_ATTEMPT,
                     (job_id, now, None, "lease_expired", None, "lease expired (worker stopped?)"),
                 )
             if rows:

@@ -16,7 +16,6 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -39,8 +38,9 @@ from app.store.errors import StorageConditionError, WorkerLockHeldError
 from app.store.lock import WorkerLock
 from app.store.stats import outstanding_depth
 from app.store.store import Store
+from app.sync.config import SyncConfig
 from app.sync.conflicts import Conflicts
-from app.sync.connectivity import ConnectivityConfig, ConnectivityDetector
+from app.sync.connectivity import ConnectivityDetector
 from app.sync.delivery import (
     apply_replies,
     build_mutations,
@@ -54,7 +54,7 @@ from app.sync.errors import (
 )
 from app.sync.ratelimit import TokenBucket
 from app.sync.reconcile import Reconciler, ReconcileReport
-from app.sync.transport import BatchItem, Reply, ServerClient, TransportConfig
+from app.sync.transport import BatchItem, Reply, ServerClient
 
 __all__ = ["SyncConfig", "SyncEngine"]
 
@@ -64,30 +64,6 @@ QUEUE_EVENT_INTERVAL_S = 0.25
 #: The wall clock and the monotonic clock disagreeing by more than this between two sweeps
 #: means the device clock was set: retry and lease times are bounded again.
 CLOCK_JUMP_S = 60.0
-
-
-@dataclass(frozen=True)
-class SyncConfig:
-    server_url: str
-    batch_size: int = 100
-    #: Batches in flight at once (2 overlaps the device's bookkeeping with the server's work).
-    delivery_pipeline: int = 2
-    #: The worker's own limit on requests per second (on top of honouring 429s).
-    request_rate: float = 20.0
-    request_burst: float = 10.0
-    #: Spread of the first request after connectivity comes back, so that many devices
-    #: reconnecting at once do not arrive together. 0 disables it.
-    reconnect_jitter_s: float = 3.0
-    pull_page_size: int = 500
-    pull_interval_s: float = 300.0
-    #: A record read (opened in the UI) older than this is refreshed in the background.
-    stale_after_s: float = 300.0
-    sweep_interval_s: float = 30.0
-    lock_retry_s: float = 30.0
-    sync_on_metered: bool = True
-    clock_skew_warn_s: float = 300.0
-    transport: TransportConfig = field(default_factory=TransportConfig)
-    connectivity: ConnectivityConfig = field(default_factory=ConnectivityConfig)
 
 
 class SyncEngine:

@@ -1,0 +1,64 @@
+"""The queue's hot-path SQL, written out once (peewee's query building costs several times the
+statement itself; SQLite caches each prepared statement by its text).
+
+Statements that look open jobs up by work order spell ``finished_at IS NULL``, the condition
+of the partial index ``jobs_entity_open``: spelled any other way, SQLite scans every job kept.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ACK_MANY", "CLAIM", "CLAIM_COLUMNS", "INSERT_ATTEMPT", "INSERT_FIRST_JOB", "INSERT_JOB"]
+
+CLAIM_COLUMNS = (
+    "id, topic, payload, payload_version, idempotency_key, entity_key, base_version, "
+    "priority, attempt_count, correlation_id, created_at, locked_until"
+)
+
+# One statement decides ``chained`` and inserts, so it is atomic on its own: inside the caller's
+# transaction it needs no savepoint, outside one it needs no BEGIN/COMMIT pair.
+INSERT_JOB = """
+INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, base_version,
+                  chained, priority, status, attempt_count, next_attempt_at, correlation_id,
+                  created_at, updated_at)
+SELECT ?1, ?2, ?3, ?4, ?5, CASE WHEN prior.chained THEN NULL ELSE ?6 END, prior.chained,
+       ?7, 'pending', 0, ?8, ?9, ?8, ?8
+FROM (SELECT EXISTS (
+          SELECT 1 FROM jobs WHERE entity_key = ?5 AND finished_at IS NULL) AS chained) AS prior
+"""
+
+# A job for a work order created just now (its id was generated in the same transaction) has
+# no earlier job to wait for: no lookup of outstanding jobs.
+INSERT_FIRST_JOB = """
+INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, base_version,
+                  chained, priority, status, attempt_count, next_attempt_at, correlation_id,
+                  created_at, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 'pending', 0, ?8, ?9, ?8, ?8)
+"""
+
+CLAIM = f"""
+UPDATE jobs SET status = 'leased', locked_by = ?, locked_until = ?,
+       attempt_count = attempt_count + 1, updated_at = ?
+WHERE id IN (
+    SELECT j.id FROM jobs AS j
+    WHERE j.status = 'pending' AND j.next_attempt_at <= ?
+      AND NOT EXISTS (
+          SELECT 1 FROM jobs AS e
+          WHERE e.entity_key = j.entity_key AND e.id < j.id AND e.finished_at IS NULL)
+    ORDER BY j.priority DESC, j.id
+    LIMIT ?)
+RETURNING {CLAIM_COLUMNS}
+"""
+
+INSERT_ATTEMPT = (
+    "INSERT INTO attempts (job_id, started_at, duration_ms, outcome, http_status, error) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+
+
+# Done from leased or pending (a lease that expired while the reply was on its way); the ids
+# come as one JSON array.
+ACK_MANY = (
+    "UPDATE jobs SET status = 'done', locked_by = NULL, locked_until = NULL, last_error = NULL, "
+    "updated_at = ?, finished_at = ? WHERE id IN (SELECT value FROM json_each(?)) "
+    "AND status IN ('leased', 'pending') RETURNING id"
+)

@@ -1,0 +1,34 @@
+"""What a sync engine is told: the server, batch and pull sizes, rates and intervals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.sync.connectivity import ConnectivityConfig
+from app.sync.transport import TransportConfig
+
+__all__ = ["SyncConfig"]
+
+
+@dataclass(frozen=True)
+class SyncConfig:
+    server_url: str
+    batch_size: int = 100
+    #: Batches in flight at once (2 overlaps the device's bookkeeping with the server's work).
+    delivery_pipeline: int = 2
+    #: The worker's own limit on requests per second (on top of honouring 429s).
+    request_rate: float = 20.0
+    request_burst: float = 10.0
+    #: Spread of the first request after connectivity comes back, so that many devices
+    #: reconnecting at once do not arrive together. 0 disables it.
+    reconnect_jitter_s: float = 3.0
+    pull_page_size: int = 500
+    pull_interval_s: float = 300.0
+    #: A record read (opened in the UI) older than this is refreshed in the background.
+    stale_after_s: float = 300.0
+    sweep_interval_s: float = 30.0
+    lock_retry_s: float = 30.0
+    sync_on_metered: bool = True
+    clock_skew_warn_s: float = 300.0
+    transport: TransportConfig = field(default_factory=TransportConfig)
+    connectivity: ConnectivityConfig = field(default_factory=ConnectivityConfig)
