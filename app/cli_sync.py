@@ -201,7 +201,7 @@ def cmd_dead(args: argparse.Namespace) -> int:
             key = store.queue.retry_dead(args.id, payload)
             print(f"queued again (idempotency key {key})")
         elif args.action == "discard":
-            store.discard(args.id)
+            Conflicts(store).give_up(args.id)
             print(f"discarded job {args.id} (kept in the audit log)")
     return 0
 

@@ -6,9 +6,7 @@ its job in the same transaction: both are durable, or neither is.
 
 from __future__ import annotations
 
-import json
 import random
-import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -96,18 +94,15 @@ class Store:
 
         - a create the server never had takes the edits queued after it along (they could
           never reach it), and the work order leaves the device;
-        - otherwise the next queued edit, made on top of the given-up one, gets a base
-          version (``_rebase_after``), and the work order shows the server's record with the
-          edits still queued on top.
+        - otherwise the work order shows the server's record with the edits still queued on
+          top. What the next queued edit (made on top of the given-up one) is sent against is
+          a conflict question: ``Conflicts.give_up`` settles it; call that one.
         """
-        with WriteTransaction(self.db, self.path) as conn:
+        with WriteTransaction(self.db, self.path):
             entry = self.queue.discard(job_id)
             entity = str(entry["entity_key"])
-            snapshot = self.cache.server_snapshot(entity)
-            if entry["payload"].get("op") == "create" and snapshot is None:
+            if entry["payload"].get("op") == "create" and not self.cache.server_snapshot(entity):
                 self.queue.discard_after(entity, job_id)
-            else:
-                _rebase_after(conn, entry, snapshot)
             self.cache.restore_visible(entity, self.clock())
         return entry
 
@@ -127,9 +122,8 @@ class Store:
             where = labels[number - 1] if labels is not None else f"record {number}"
             record = dict(record)
             given = record.pop("id", None)
-            entity_id = str(given or uuid.uuid4())
             try:
-                _check_uuid(entity_id)
+                entity_id = _canonical_id(str(given)) if given else str(uuid.uuid4())
                 checked.append((entity_id, validate_create(record)))
             except (ValidationError, ValueError, InvalidEditError) as exc:
                 raise InvalidEditError(f"{where}: {_reason(exc)}") from None
@@ -166,7 +160,7 @@ class Store:
         try:
             if op == "create":
                 if entity_id:
-                    _check_uuid(entity_id)
+                    entity_id = _canonical_id(entity_id)
                     if self.cache.exists(entity_id):
                         raise InvalidEditError(f"work order {entity_id} already exists")
                 else:
@@ -179,6 +173,7 @@ class Store:
             elif op in ("update", "delete"):
                 if not entity_id:
                     raise InvalidEditError(f"{op} needs a work-order id")
+                entity_id = _canonical_id(entity_id)
                 current = self.cache.get(entity_id)
                 if current is None:
                     raise InvalidEditError(f"no work order {entity_id} on this device")
@@ -217,46 +212,11 @@ class Store:
             return queue_stats(self.db, self.path, self.clock())
 
 
-def _rebase_after(
-    conn: sqlite3.Connection, given_up: dict[str, Any], snapshot: dict[str, Any] | None
-) -> None:
-    """The base version of the edit queued after ``given_up`` (it waited for that one's).
-
-    It was made on top of the given-up edit, so on what that one was based on. If the server
-    has moved on since, it goes against the newer version only when the server changed none
-    of the fields it sets (the conflict's stored base tells); else against the old one,
-    so it meets a conflict and a person decides, instead of overwriting unseen changes.
-    """
-    base = given_up["base_version"]
-    if base is None:
-        return  # itself waiting for a base: the next one keeps waiting the same way
-    after = conn.execute(
-        "SELECT id, payload FROM jobs WHERE entity_key = ? AND id > ? AND finished_at IS NULL "
-        "ORDER BY id LIMIT 1",
-        (given_up["entity_key"], given_up["id"]),
-    ).fetchone()
-    if after is None:
-        return
-    current = None if snapshot is None else snapshot.get("version")
-    if current is not None and current != base:
-        row = conn.execute(
-            "SELECT base FROM conflicts WHERE job_id = ?", (given_up["id"],)
-        ).fetchone()
-        before = json.loads(row[0]) if row is not None and row[0] else None
-        fields = json.loads(after[1]).get("fields", {})
-        assert snapshot is not None
-        if before is not None and all(before.get(f) == snapshot.get(f) for f in fields):
-            base = current
-    conn.execute(
-        "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
-        "WHERE id = ? AND chained = 1",
-        (base, after[0]),
-    )
-
-
-def _check_uuid(value: str) -> None:
+def _canonical_id(value: str) -> str:
+    """A work-order id as the server writes it (lowercase, hyphenated): one work order is one
+    id however it was typed, or ``{ABC…}`` and ``abc…`` would be two rows here."""
     try:
-        uuid.UUID(value)
+        return str(uuid.UUID(value))
     except ValueError:
         raise InvalidEditError(f"{value!r} is not a work-order id (a UUID)") from None
 

@@ -18,7 +18,7 @@ from app.store.cache import apply_server_record
 from app.store.db import connection
 from app.store.errors import InvalidEditError, storage_errors
 from app.store.store import Store
-from app.sync.merge import Merge
+from app.sync.merge import Merge, three_way, unknown_base
 
 #: The longest note the server takes with an escalation (RaiseConflict.note).
 NOTE_MAX = 2000
@@ -220,7 +220,7 @@ class Conflicts:
             else:
                 payload = None
             if payload is None:
-                self.store.discard(job_id)
+                self.give_up(job_id)
                 apply_server_record(
                     conn,
                     {
@@ -333,6 +333,69 @@ class Conflicts:
             for job_id, entity, mine, server, note, key in rows
         ]
 
+    def give_up(self, job_id: int) -> dict[str, Any]:
+        """Discard a dead or conflicted edit (``Store.discard``) and settle the edit queued
+        after it, atomically. That one was made on top of the given-up edit, on what the
+        person saw then. It goes against the server's version as it is now only when the
+        server changed none of the fields it sets since (a delete: none at all); otherwise it
+        goes against the version the person saw, or, when that is unknown (a create the
+        server turned out to have), it is held as a conflict right away. Sent against the
+        newest version unchecked, it would overwrite what the person just chose to keep."""
+        with storage_errors(self.store.path), self.store.db.atomic():
+            entry = self.store.discard(job_id)
+            self._settle_next(entry)
+        return entry
+
+    def _settle_next(self, given_up: dict[str, Any]) -> None:
+        conn = connection(self.store.db)
+        entity = str(given_up["entity_key"])
+        after = conn.execute(
+            "SELECT id, payload FROM jobs WHERE entity_key = ? AND id > ? "
+            "AND finished_at IS NULL AND chained = 1 AND status = 'pending' ORDER BY id LIMIT 1",
+            (entity, given_up["id"]),
+        ).fetchone()
+        server = self.store.cache.server_snapshot(entity)
+        if after is None or server is None:
+            return
+        payload = json.loads(after[1])
+        op = str(payload.get("op"))
+        mine = payload.get("fields", {}) if op != "delete" else {"deleted": True}
+        seen = self._seen_before(given_up)
+        touched = EDITABLE_FIELDS if op == "delete" else tuple(mine)
+        if seen is not None and all(seen.get(f) == server.get(f) for f in touched):
+            base: int | None = int(server["version"])  # nothing it sets moved: no conflict
+        else:
+            base = given_up["base_version"]
+        if base is not None:
+            conn.execute(
+                "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
+                "WHERE id = ?",
+                (base, after[0]),
+            )
+            return
+        conn.execute(
+            "UPDATE jobs SET status = 'conflict', chained = 0, last_error = ?, updated_at = ? "
+            "WHERE id = ?",
+            ("made on a record the server had differently", self.store.clock(), after[0]),
+        )
+        self.capture(
+            after[0], entity, op, mine, None, server, three_way(unknown_base(), mine, server)
+        )
+
+    def _seen_before(self, given_up: dict[str, Any]) -> dict[str, Any] | None:
+        """The values the person saw when making the given-up edit, if the device knows them:
+        the base stored with its conflict, or its own fields for a create."""
+        row = (
+            connection(self.store.db)
+            .execute("SELECT base FROM conflicts WHERE job_id = ?", (given_up["id"],))
+            .fetchone()
+        )
+        if row is not None and row[0]:
+            return dict(json.loads(row[0]))
+        if given_up["payload"].get("op") == "create":
+            return dict(given_up["payload"].get("fields", {}))
+        return None
+
     def escalation_refused(self, job_id: int) -> None:
         """The server refused to open the review (4xx): the conflict is the person's again."""
         with storage_errors(self.store.path), self.store.db.atomic():
@@ -364,7 +427,7 @@ class Conflicts:
         now = self.store.clock()
         with storage_errors(self.store.path), self.store.db.atomic():
             conn = connection(self.store.db)
-            self.store.discard(job_id)
+            self.give_up(job_id)
             apply_server_record(conn, record, now)
             conn.execute(
                 "UPDATE conflicts SET status = 'resolved', resolved_at = ?, resolution = ? "

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.credentials import scrub
-from app.records import EDITABLE_FIELDS, server_record_problem
+from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
 from app.store.db import connection
 from app.store.queue import ClaimedJob, Outcome
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from app.sync.errors import TransientError, classify_status, retry_reason
-from app.sync.merge import intent_applied, three_way
+from app.sync.merge import intent_applied, three_way, unknown_base
 from app.sync.transport import Reply
 
 __all__ = [
@@ -216,10 +216,6 @@ def _record_successes(
             report.tally["duplicates_detected"] += 1
 
 
-#: Stands for a base value nobody knows: it equals neither side, so both count as changed.
-_UNKNOWN = object()
-
-
 def _conflict(
     store: Store,
     conflicts: Conflicts,
@@ -249,7 +245,7 @@ def _conflict(
         # waited for a retry): its true base is unknown, so every field it sets that the
         # server holds differently goes to a person instead of silently overwriting theirs.
         base = None
-        merge_base = dict.fromkeys(EDITABLE_FIELDS, _UNKNOWN)
+        merge_base = unknown_base()
     merge = three_way(merge_base, mine, current)
     if op == "update" and not current.get("deleted") and not merge.overlapping and not merge.patch:
         # Nothing of mine is missing on the server (my edit set values the base already had):

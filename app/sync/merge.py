@@ -11,7 +11,16 @@ from typing import Any
 
 from app.records import EDITABLE_FIELDS
 
-__all__ = ["Merge", "intent_applied", "three_way"]
+__all__ = ["UNKNOWN_BASE", "Merge", "intent_applied", "three_way", "unknown_base"]
+
+#: Stands for a base value nobody knows: it equals neither side, so both count as changed.
+UNKNOWN_BASE = object()
+
+
+def unknown_base() -> dict[str, Any]:
+    """A merge base for an edit whose base is unknown: every field it sets that the server
+    holds differently goes to a person instead of silently overwriting theirs."""
+    return dict.fromkeys(EDITABLE_FIELDS, UNKNOWN_BASE)
 
 
 @dataclass(frozen=True)

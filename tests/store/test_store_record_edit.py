@@ -215,3 +215,14 @@ def test_import_refuses_ids_repeated_or_already_held_before_saving_any(store: St
     with pytest.raises(InvalidEditError, match=rf"record 5: work order {held} already exists"):
         store.import_records(records, chunk=2)
     assert store.cache.count() == 1, "nothing of either attempt was saved"
+
+
+def test_a_work_order_id_is_one_id_however_it_is_written(store: Store) -> None:
+    entity = uuid.uuid4()
+    spellings = [str(entity), str(entity).upper(), "{" + str(entity) + "}"]
+    with pytest.raises(InvalidEditError, match="is also at record 1"):
+        store.import_records([{"id": s, "title": "Pump"} for s in spellings])
+    created = store.record_edit("create", spellings[2], {"title": "Pump"}).entity_id
+    assert created == str(entity), "kept as the server writes it"
+    store.record_edit("update", spellings[1], {"notes": "found by any spelling"})
+    assert store.cache.get(str(entity))["notes"] == "found by any spelling"

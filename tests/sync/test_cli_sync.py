@@ -47,7 +47,7 @@ BAD = [
     (["edit", MISSING, "title=x"], "no work order"),
     (["edit", "{id}", "deleted=maybe"], "deleted takes true or false"),
     (["edit", "{id}", "color=red"], "color"),
-    (["delete", "not-a-uuid"], "no work order"),
+    (["delete", "not-a-uuid"], "not a work-order id"),
     (["show", MISSING], "no work order"),
     (["sync", "--until-idle"], "no server"),
     (["login"], "login needs --server"),

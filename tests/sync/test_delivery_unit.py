@@ -254,7 +254,7 @@ async def test_a_conflict_left_through_the_dead_letters_is_closed(store: Store, 
     # it: resolving it afterwards revived a discarded edit (done -> pending, sent again).
     job_id, _, _ = await conflicted(store)
     if way == "discard":
-        store.discard(job_id)
+        Conflicts(store).give_up(job_id)
     else:
         store.queue.retry_dead(job_id)
     after = one_job(store)["status"]

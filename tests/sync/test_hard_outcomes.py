@@ -117,7 +117,7 @@ async def test_discarding_a_dead_update_shows_the_server_values_again(store: Sto
     job_id = await dead_edit(store, "update", entity, title="Never sent")
     later = store.record_edit("update", entity, {"site": "South"}).job_id  # still queued
 
-    store.discard(job_id)
+    Conflicts(store).give_up(job_id)
 
     shown = store.cache.get(entity)
     assert shown["title"] == "Server title", "the given-up edit no longer shows"
@@ -132,7 +132,7 @@ async def test_discarding_a_dead_delete_gives_the_work_order_back(store: Store) 
     job_id = await dead_edit(store, "delete", entity)
     assert store.cache.get(entity)["deleted"]
 
-    store.discard(job_id)
+    Conflicts(store).give_up(job_id)
 
     assert not store.cache.get(entity)["deleted"]
     store.record_edit("update", entity, {"notes": "editable again"})  # not refused
@@ -144,7 +144,7 @@ async def test_discarding_a_dead_create_removes_what_the_server_never_had(
     job_id = await dead_edit(store, "create", None, title="Never created")
     entity = job_rows(store)[0]["entity_key"]
 
-    store.discard(job_id)
+    Conflicts(store).give_up(job_id)
 
     assert store.cache.get(entity) is None
     audit = connection(store.db).execute("SELECT action FROM audit_log").fetchall()
@@ -158,7 +158,7 @@ async def test_discarding_a_dead_create_takes_its_queued_edits_along(store: Stor
     entity = job_rows(store)[0]["entity_key"]
     later = store.record_edit("update", entity, {"notes": "typed after"}).job_id
 
-    store.discard(job_id)
+    Conflicts(store).give_up(job_id)
 
     assert {r["id"]: r["status"] for r in job_rows(store)} == {job_id: "done", later: "done"}
     assert store.cache.get(entity) is None

@@ -230,6 +230,45 @@ async def test_my_next_edit_of_other_fields_goes_through_after_keeping_theirs(
     assert Conflicts(store).views() == []
 
 
+async def test_my_queued_delete_after_keeping_theirs_is_a_conflict(
+    store: Store, server: EmbeddedServer, token_a: str, api_a: ServerApi
+) -> None:
+    # A delete sets no field, so "the server changed none of its fields" proved nothing:
+    # the delete went out against the office's newer version and removed its changes unseen.
+    entity = store.record_edit("create", None, {"title": "Pump"}).entity_id
+    await sync_until_idle(store, server.base_url, token_a)
+    first = store.record_edit("update", entity, {"notes": "mine"}).job_id
+    delete = store.record_edit("delete", entity).job_id
+    assert api_a.update(entity, 1, notes="office", title="Office title").status_code == 200
+    await sync_until_idle(store, server.base_url, token_a)
+    assert Conflicts(store).resolve(first, "theirs") == "discarded"
+    await sync_until_idle(store, server.base_url, token_a)
+
+    assert not server_record(api_a, entity)["deleted"]
+    assert {row["id"]: row["status"] for row in job_rows(store)}[delete] == "conflict"
+
+
+async def test_my_edit_after_keeping_their_record_of_the_same_id_is_a_conflict(
+    store: Store, server: EmbeddedServer, token_a: str, api_a: ServerApi
+) -> None:
+    # My create met a record the server already had under that id ("exists"); I keep theirs.
+    # My later edit of it was made on my values, not theirs: it must not overwrite theirs.
+    entity = api_a.create(title="Office")["id"]
+    store.import_records([{"id": entity, "title": "Mine"}])
+    later = store.record_edit("update", entity, {"title": "Mine v2"}).job_id
+    await sync_until_idle(store, server.base_url, token_a)
+    [conflict] = Conflicts(store).views()
+    assert conflict.kind == "exists"
+
+    assert Conflicts(store).resolve(conflict.job_id, "theirs") == "discarded"
+    await sync_until_idle(store, server.base_url, token_a)
+
+    assert server_record(api_a, entity)["title"] == "Office"
+    assert {row["id"]: row["status"] for row in job_rows(store)}[later] == "conflict"
+    title = {f.name: f for f in Conflicts(store).get(later).fields}["title"]
+    assert (title.mine, title.server) == ("Mine v2", "Office")
+
+
 async def test_delete_against_a_server_edit_is_a_conflict(
     store: Store,
     other_store: Store,

@@ -17,6 +17,7 @@ from app.records import ValidationError, format_validation_error, validate_creat
 from app.store.deadletters import ERROR_KINDS, DeadJob, list_dead
 from app.store.errors import StoreError
 from app.store.store import Store
+from app.sync.conflicts import Conflicts
 from ui.qt import (
     Property,
     QAbstractListModel,
@@ -340,8 +341,8 @@ class DeadLetterModel(QAbstractListModel):
         self._tasks.start(self._discard(sorted(self._checked)), "dead-discard")
 
     async def _discard(self, job_ids: list[int]) -> None:
-        store = self._services.store
-        await self._each(job_ids, store.discard, "Discarded {}; kept in the audit log.")
+        give_up = Conflicts(self._services.store).give_up
+        await self._each(job_ids, give_up, "Discarded {}; kept in the audit log.")
 
     async def _each(self, job_ids: list[int], action: Callable[[int], object], done: str) -> None:
         """``action`` on each job in the store thread; one message for all, one reload."""
