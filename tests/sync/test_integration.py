@@ -186,47 +186,58 @@ async def test_edit_against_a_server_delete_offers_restore(
     assert (record["deleted"], record["notes"]) == (False, "pump replaced")
 
 
+async def keep_theirs_before_my_next_edit(
+    store: Store,
+    server: EmbeddedServer,
+    token: str,
+    api: ServerApi,
+    mine_first: dict[str, Any],
+    mine_next: dict[str, Any] | None,
+    office: dict[str, Any],
+) -> tuple[str, int]:
+    """Two offline edits of one work order, the next made on top of the first (None: a
+    delete); the office changes it meanwhile. The first edit conflicts and the person keeps
+    the office's values; then everything syncs. Returns the work order and the next edit."""
+    entity = store.record_edit("create", None, {"title": "Pump"}).entity_id
+    await sync_until_idle(store, server.base_url, token)
+    first = store.record_edit("update", entity, mine_first).job_id
+    op = "delete" if mine_next is None else "update"
+    after = store.record_edit(op, entity, mine_next).job_id
+    assert api.update(entity, 1, **office).status_code == 200
+    await sync_until_idle(store, server.base_url, token)
+    assert Conflicts(store).resolve(first, "theirs") == "discarded"
+    await sync_until_idle(store, server.base_url, token)
+    return entity, after
+
+
+def status_of(store: Store, job_id: int) -> str:
+    return str({row["id"]: row["status"] for row in job_rows(store)}[job_id])
+
+
 async def test_keeping_theirs_is_not_undone_by_my_next_edit_of_the_same_field(
     store: Store, server: EmbeddedServer, token_a: str, api_a: ServerApi
 ) -> None:
-    # Two offline edits of one title, the second made on top of the first; the office
-    # retitles it meanwhile. The first edit conflicts and the person keeps the office's
-    # title. The second was made without seeing it either: it must conflict too, not go
-    # out against the newest version and silently overwrite what the person just kept.
-    entity = store.record_edit("create", None, {"title": "Pump"}).entity_id
-    await sync_until_idle(store, server.base_url, token_a)
-    first = store.record_edit("update", entity, {"title": "Pump (A1)"}).job_id
-    second = store.record_edit("update", entity, {"title": "Pump (A2)"}).job_id
-    assert api_a.update(entity, 1, title="Office title").status_code == 200
-    await sync_until_idle(store, server.base_url, token_a)
-    assert Conflicts(store).get(first).overlapping == ("title",)
-
-    assert Conflicts(store).resolve(first, "theirs") == "discarded"
-    await sync_until_idle(store, server.base_url, token_a)
-
-    assert server_record(api_a, entity)["title"] == "Office title"
-    assert {row["id"]: row["status"] for row in job_rows(store)}[second] == "conflict"
-    title = {f.name: f for f in Conflicts(store).get(second).fields}["title"]
-    assert (title.mine, title.server) == ("Pump (A2)", "Office title")
+    # The next edit was made without seeing the office's title either: it must conflict
+    # too, not go out against the newest version and overwrite what the person just kept.
+    entity, after = await keep_theirs_before_my_next_edit(
+        store, server, token_a, api_a, {"title": "A1"}, {"title": "A2"}, {"title": "Office"}
+    )
+    assert server_record(api_a, entity)["title"] == "Office"
+    assert status_of(store, after) == "conflict"
+    title = {f.name: f for f in Conflicts(store).get(after).fields}["title"]
+    assert (title.mine, title.server) == ("A2", "Office")
 
 
 async def test_my_next_edit_of_other_fields_goes_through_after_keeping_theirs(
     store: Store, server: EmbeddedServer, token_a: str, api_a: ServerApi
 ) -> None:
-    # The same, but the second edit sets a field the office did not touch: it goes out
-    # against the office's version, without a conflict nobody needs.
-    entity = store.record_edit("create", None, {"title": "Pump"}).entity_id
-    await sync_until_idle(store, server.base_url, token_a)
-    first = store.record_edit("update", entity, {"notes": "mine"}).job_id
-    second = store.record_edit("update", entity, {"assignee": "Ana"}).job_id
-    assert api_a.update(entity, 1, notes="office").status_code == 200
-    await sync_until_idle(store, server.base_url, token_a)
-    assert Conflicts(store).resolve(first, "theirs") == "discarded"
-    await sync_until_idle(store, server.base_url, token_a)
-
+    # A field the office did not touch goes out against its version: no conflict needed.
+    entity, after = await keep_theirs_before_my_next_edit(
+        store, server, token_a, api_a, {"notes": "mine"}, {"assignee": "Ana"}, {"notes": "office"}
+    )
     on_server = server_record(api_a, entity)
     assert (on_server["notes"], on_server["assignee"]) == ("office", "Ana")
-    assert {row["id"]: row["status"] for row in job_rows(store)}[second] == "done"
+    assert status_of(store, after) == "done"
     assert Conflicts(store).views() == []
 
 
@@ -234,18 +245,13 @@ async def test_my_queued_delete_after_keeping_theirs_is_a_conflict(
     store: Store, server: EmbeddedServer, token_a: str, api_a: ServerApi
 ) -> None:
     # A delete sets no field, so "the server changed none of its fields" proved nothing:
-    # the delete went out against the office's newer version and removed its changes unseen.
-    entity = store.record_edit("create", None, {"title": "Pump"}).entity_id
-    await sync_until_idle(store, server.base_url, token_a)
-    first = store.record_edit("update", entity, {"notes": "mine"}).job_id
-    delete = store.record_edit("delete", entity).job_id
-    assert api_a.update(entity, 1, notes="office", title="Office title").status_code == 200
-    await sync_until_idle(store, server.base_url, token_a)
-    assert Conflicts(store).resolve(first, "theirs") == "discarded"
-    await sync_until_idle(store, server.base_url, token_a)
-
+    # it went out against the office's newer version and removed its changes unseen.
+    office = {"notes": "office", "title": "Office title"}
+    entity, after = await keep_theirs_before_my_next_edit(
+        store, server, token_a, api_a, {"notes": "mine"}, None, office
+    )
     assert not server_record(api_a, entity)["deleted"]
-    assert {row["id"]: row["status"] for row in job_rows(store)}[delete] == "conflict"
+    assert status_of(store, after) == "conflict"
 
 
 async def test_my_edit_after_keeping_their_record_of_the_same_id_is_a_conflict(
@@ -264,7 +270,7 @@ async def test_my_edit_after_keeping_their_record_of_the_same_id_is_a_conflict(
     await sync_until_idle(store, server.base_url, token_a)
 
     assert server_record(api_a, entity)["title"] == "Office"
-    assert {row["id"]: row["status"] for row in job_rows(store)}[later] == "conflict"
+    assert status_of(store, later) == "conflict"
     title = {f.name: f for f in Conflicts(store).get(later).fields}["title"]
     assert (title.mine, title.server) == ("Mine v2", "Office")
 
