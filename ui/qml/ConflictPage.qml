@@ -97,9 +97,9 @@ Pane {
                             columnSpacing: 12
                             rowSpacing: 2
                             Layout.fillWidth: true
-                            PlainLabel { text: "Before: " + fieldFrame.modelData.base; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1 }
-                            PlainLabel { text: "Mine: " + fieldFrame.modelData.mine; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "mine" }
-                            PlainLabel { text: "Server: " + fieldFrame.modelData.server; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "theirs" }
+                            PlainLabel { Layout.alignment: Qt.AlignTop; text: "Before: " + fieldFrame.modelData.base; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1 }
+                            PlainLabel { Layout.alignment: Qt.AlignTop; text: "Mine: " + fieldFrame.modelData.mine; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "mine" }
+                            PlainLabel { Layout.alignment: Qt.AlignTop; text: "Server: " + fieldFrame.modelData.server; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "theirs" }
                         }
                         RowLayout {
                             visible: fieldFrame.modelData.needsChoice

@@ -111,8 +111,8 @@ Pane {
                             columnSpacing: 12
                             rowSpacing: 2
                             Layout.fillWidth: true
-                            PlainLabel { text: "Device: " + fieldFrame.modelData.mine; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "mine" }
-                            PlainLabel { text: "Server: " + fieldFrame.modelData.server; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "theirs" }
+                            PlainLabel { Layout.alignment: Qt.AlignTop; text: "Device: " + fieldFrame.modelData.mine; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "mine" }
+                            PlainLabel { Layout.alignment: Qt.AlignTop; text: "Server: " + fieldFrame.modelData.server; wrapMode: Text.Wrap; Layout.fillWidth: true; Layout.preferredWidth: 1; font.bold: fieldFrame.modelData.choice === "theirs" }
                         }
                         RowLayout {
                             visible: fieldFrame.modelData.needsChoice
