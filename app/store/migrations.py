@@ -15,6 +15,7 @@ from typing import Any
 
 import peewee as pw
 from playhouse.migrate import SqliteMigrator
+from playhouse.migrate import migrate as apply_operations
 
 from app.store import models
 
@@ -73,11 +74,17 @@ def _v3_open_jobs_by_finished_at(db: pw.SqliteDatabase, migrator: SqliteMigrator
     db.execute_sql(models.OPEN_JOBS_INDEX)
 
 
+def _v4_review_problem(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
+    """Why the server refused to open a conflict's review, shown to the person (NULL: none)."""
+    apply_operations(migrator.add_column("conflicts", "review_problem", pw.TextField(null=True)))
+
+
 #: (version, migration) in order. Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1_initial),
     (2, _v2_conflicts),
     (3, _v3_open_jobs_by_finished_at),
+    (4, _v4_review_problem),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

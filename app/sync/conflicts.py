@@ -54,6 +54,8 @@ class ConflictView:
     review_id: str | None
     note: str | None
     created_at: float
+    #: Why the server refused to open the review (the conflict is the person's again).
+    review_problem: str | None = None
 
     @property
     def overlapping(self) -> tuple[str, ...]:
@@ -71,6 +73,7 @@ class ConflictView:
             "server_updated_by": self.server_updated_by,
             "server_updated_at": self.server_updated_at,
             "review_id": self.review_id,
+            "review_problem": self.review_problem,
             "note": self.note,
             "created_at": self.created_at,
             "fields": [f.__dict__ for f in self.fields],
@@ -189,6 +192,7 @@ class Conflicts:
             review_id=row["review_id"],
             note=row["note"],
             created_at=row["created_at"],
+            review_problem=row["review_problem"],
         )
 
     # -- decisions ---------------------------------------------------------------------------
@@ -304,8 +308,8 @@ class Conflicts:
             raise InvalidEditError(f"conflict {job_id} is {view.status}, not open")
         with storage_errors(self.store.path), self.store.db.atomic():
             connection(self.store.db).execute(
-                "UPDATE conflicts SET status = 'escalating', note = ?, review_key = ? "
-                "WHERE job_id = ?",
+                "UPDATE conflicts SET status = 'escalating', note = ?, review_key = ?, "
+                "review_problem = NULL WHERE job_id = ?",
                 (note, str(uuid.uuid4()), job_id),
             )
 
@@ -396,13 +400,14 @@ class Conflicts:
             return dict(given_up["payload"].get("fields", {}))
         return None
 
-    def escalation_refused(self, job_id: int) -> None:
-        """The server refused to open the review (4xx): the conflict is the person's again."""
+    def escalation_refused(self, job_id: int, problem: str) -> None:
+        """The server refused to open the review (4xx): the conflict is the person's again,
+        with the server's reason to show them."""
         with storage_errors(self.store.path), self.store.db.atomic():
             connection(self.store.db).execute(
-                "UPDATE conflicts SET status = 'open', review_key = NULL "
+                "UPDATE conflicts SET status = 'open', review_key = NULL, review_problem = ? "
                 "WHERE job_id = ? AND status = 'escalating'",
-                (job_id,),
+                (problem, job_id),
             )
 
     def mark_escalated(self, job_id: int, review_id: str) -> None:

@@ -510,11 +510,11 @@ class SyncEngine:
                 raise AuthError("the server refused this device's token", status=401)
             elif 400 <= reply.status < 500 and reply.status not in (408, 409, 429):
                 # Refused for good (too large, invalid): the person decides again, told why.
-                await self.executor.run(self.conflicts.escalation_refused, item["job_id"])
                 why = (reply.body or {}).get("detail") or (reply.body or {}).get("error")
-                self.last_error = scrub(
-                    f"the server refused to send conflict {item['job_id']} for review "
-                    f"({reply.status}): {why}"
+                problem = scrub(f"{why} ({reply.status})")[:500]
+                await self.executor.run(self.conflicts.escalation_refused, item["job_id"], problem)
+                self.last_error = (
+                    f"the server refused to send conflict {item['job_id']} for review: {problem}"
                 )
                 log.warning("%s", self.last_error)
 

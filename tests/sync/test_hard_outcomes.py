@@ -269,7 +269,11 @@ async def test_an_escalation_the_server_refuses_goes_back_to_the_person(store: S
         await engine.run_until_idle(5.0)
     finally:
         close_engine_thread(engine)
-    assert conflicts.get(job_id).status == "open", "the person can decide or escalate again"
+    refused = conflicts.get(job_id)
+    assert refused.status == "open", "the person can decide or escalate again"
+    assert refused.review_problem == "entity unknown (422)", "and is told why"
+    assert refused.to_json()["review_problem"] == "entity unknown (422)"
     assert engine.last_error is not None
     assert "refused to send conflict" in engine.last_error
-    assert "entity unknown" in engine.last_error
+    conflicts.escalate(job_id, "second try")
+    assert conflicts.get(job_id).review_problem is None

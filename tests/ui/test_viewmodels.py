@@ -14,9 +14,11 @@ from app.credentials import NoKeyringError
 from app.events import AuthRequired, ConnectivityChanged, EventBus, QueueChanged, SyncProgress
 from app.store.errors import StorageBusyError
 from app.store.store import Store
-from tests.ui.conftest import Runner, add_orders, make_dead
+from app.sync.conflicts import Conflicts
+from tests.ui.conftest import Runner, add_orders, make_conflict, make_dead
 from ui.services import Services
 from ui.viewmodels import editor as editor_module
+from ui.viewmodels.conflicts import ConflictViewModel
 from ui.viewmodels.deadletters import DeadLetterModel, validate_payload
 from ui.viewmodels.diagnostics import DiagnosticsViewModel
 from ui.viewmodels.editor import EditorViewModel
@@ -389,3 +391,18 @@ def test_sync_on_metered_is_on_by_default_persisted_and_given_to_the_engine(
     again.reload()
     run(again.wait_idle())
     assert not again.syncOnMetered
+
+
+def test_conflict_screen_says_why_the_admin_review_could_not_be_opened(
+    run: Runner, services: Services, root: Any, store: Store
+) -> None:
+    entity_id, job_id = make_conflict(store)
+    conflicts = Conflicts(store)
+    conflicts.escalate(job_id, "please look")
+    conflicts.escalation_refused(job_id, "entity unknown (422)")
+    screen = ConflictViewModel(services, root)
+    screen.openForEntity(entity_id)
+    run(screen.wait_idle())
+    assert screen.explanation.endswith(
+        "The admin review could not be opened: entity unknown (422)."
+    )

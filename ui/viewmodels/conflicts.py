@@ -139,6 +139,8 @@ class ConflictViewModel(QObject):
         text = f"{_KIND_TEXT.get(view.kind, view.kind)} Server side changed by {who} at {at}."
         if view.status != "open":
             text += " Waiting for an admin's review."
+        elif view.review_problem:
+            text += f" The admin review could not be opened: {view.review_problem}."
         return text
 
     @Property(bool, notify=changed)
