@@ -61,7 +61,7 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
+    if not 0 < value < float("inf"):  # NaN compares false: refused too
         raise argparse.ArgumentTypeError("must be a number of seconds above 0")
     return value
 
