@@ -1,0 +1,54 @@
+"""Where benchmark and chaos runs write their figures: `benchmarks/results/<name>.json`.
+
+Every file has the same envelope, so `benchmarks/report.py` can render any of them and say
+beside each figure which machine ran it and when:
+
+    {"name": ..., "date": ISO-8601 UTC, "command": the argv that ran,
+     "machine": {"hostname", "cpus", "python", "platform"}, "results": {...}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict[str, Any]:
+    """What ran the benchmark: enough to tell two machines apart, nothing secret."""
+    return {
+        "hostname": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def write_results(name: str, results: dict[str, Any], path: Path | None = None) -> Path:
+    """Write `results` in the shared envelope; the default path is `results/<name>.json`."""
+    target = path or RESULTS_DIR / f"{name}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    envelope = {
+        "name": name,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "machine": machine(),
+        "results": results,
+    }
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(envelope, indent=2, sort_keys=False) + "\n")
+    os.replace(tmp, target)
+    return target
+
+
+def read_results(name: str, directory: Path = RESULTS_DIR) -> dict[str, Any]:
+    """The envelope written by `write_results` (raises FileNotFoundError when never run)."""
+    data: dict[str, Any] = json.loads((directory / f"{name}.json").read_text())
+    return data
