@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+
+from app.states import Connectivity, JobStatus
 
 __all__ = [
     "AuthRequired",
     "ConflictRaised",
+    "Connectivity",
     "ConnectivityChanged",
     "Event",
     "EventBus",
@@ -24,8 +26,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-Connectivity = Literal["online", "offline", "checking", "degraded"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class QueueChanged:
 class JobStateChanged:
     job_id: int
     entity_id: str
-    status: str  # pending | leased | done | dead | conflict
+    status: JobStatus
     error: str | None = None
     next_attempt_at: float | None = None
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import peewee as pw
 
-JOB_STATUSES = ("pending", "leased", "done", "dead", "conflict")
+from app.states import JobStatus
+
+JOB_STATUSES = tuple(JobStatus)
 #: Statuses that hold back later jobs for the same entity (per-entity order).
-BLOCKING_STATUSES = ("pending", "leased", "conflict", "dead")
+BLOCKING_STATUSES = JobStatus.outstanding()
 
 
 class BaseModel(pw.Model):
@@ -41,7 +43,7 @@ class Job(BaseModel):
     # whatever that job produces, filled in when it is acknowledged.
     chained = pw.BooleanField(default=False)
     priority = pw.IntegerField(default=0)
-    status = pw.TextField(default="pending")
+    status = pw.TextField(default=JobStatus.PENDING.value)
     attempt_count = pw.IntegerField(default=0)
     next_attempt_at = pw.FloatField()
     last_error = pw.TextField(null=True)
@@ -66,7 +68,7 @@ class Attempt(BaseModel):
     job = pw.ForeignKeyField(Job, on_delete="CASCADE", backref="attempts")
     started_at = pw.FloatField()
     duration_ms = pw.FloatField(null=True)
-    outcome = pw.TextField()  # done | retry | dead | conflict | lease_expired | released
+    outcome = pw.TextField()  # an AttemptOutcome
     http_status = pw.IntegerField(null=True)
     error = pw.TextField(null=True)
 

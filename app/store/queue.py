@@ -1,14 +1,37 @@
 """The durable job queue: enqueue with the local change, lease-based claims, outcomes.
 
+The life of a job (``JobStatus``; each arrow out of LEASED writes an ``AttemptOutcome`` row)::
+
+                  enqueue
+                     |
+                     v              claim
+     +-------->  PENDING  ----------------------------->  LEASED
+     |            |  ^  ^      release, lease expired       |  |  |
+     |            |  |  +-----------------------------------+  |  |  ack
+     |            |  +-------- retry (transient, backoff) -----+  +--------> DONE
+     |            |                                            |              ^
+     |            | hold (behind its entity's conflict)        | dead,        |
+     |            v                                            v conflict     |
+     +----- retry_dead, resolve (resend) -------------  DEAD, CONFLICT  ------+
+                                                           discard, resolve (drop)
+
+DONE is the only end, reached when the server acknowledged the job (``ack`` also accepts a
+PENDING job whose lease expired while the reply was on its way) or a person gave it up
+(``discard``, ``discard_after``, a resolve that drops it: an ``audit_log`` row each). A chained
+job (queued behind another job of its entity) waits in PENDING until the job before it is
+acknowledged and rebases it (``base_version``). Done rows are pruned after retention.
+
 Every state change is one SQLite transaction (``BEGIN IMMEDIATE``, or a single statement, which
 is its own write transaction), so a process killed at any instant leaves each job either as it
-was or as it became, never between. Nothing is deleted before the server acknowledged it: a
-claim only leases a job, and an expired lease returns it to ``pending`` (``reclaim_expired``),
-so a crashed worker never strands work.
+was or as it became, never between. A claim only leases a job, and an expired lease returns it
+to ``pending`` (``reclaim_expired``), so a crashed worker never strands work.
 
 Claims honour priority (highest first, oldest first within it) and per-entity order: a job is
 not claimable while an earlier job for the same entity is pending, leased, in conflict or dead,
 yet a stuck entity never blocks the others.
+
+This class is the only writer of the ``jobs``, ``attempts``, ``conflicts`` (holds) and
+``audit_log`` tables.
 """
 
 from __future__ import annotations
@@ -21,12 +44,13 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import peewee as pw
 
 from app.records import PAYLOAD_SCHEMA_VERSION
+from app.states import AttemptOutcome, JobStatus
 from app.store.backoff import BackoffPolicy, backoff_delay
 from app.store.db import WriteTransaction, connection
 from app.store.errors import StoreError, storage_errors
@@ -45,6 +69,10 @@ PRIORITY_IMPORT = 10
 PRIORITY_BACKGROUND = 0
 
 Clock = Callable[[], float]
+
+#: What an outcome method returns when the lease was lost and nothing changed: not a status.
+Stale = Literal["stale"]
+STALE: Stale = "stale"
 
 
 @dataclass(frozen=True)
@@ -267,7 +295,7 @@ class JobQueue:
             conn.executemany(
                 INSERT_ATTEMPT,
                 [
-                    self._attempt_row(job, "done", outcome, now)
+                    self._attempt_row(job, AttemptOutcome.DONE, outcome, now)
                     for job, outcome, _ in results
                     if job.id in done
                 ],
@@ -297,17 +325,19 @@ class JobQueue:
             (version, job.entity_key, job.id),
         )
 
-    def retry(self, job: ClaimedJob, outcome: Outcome, *, retry_after: float | None = None) -> str:
+    def retry(
+        self, job: ClaimedJob, outcome: Outcome, *, retry_after: float | None = None
+    ) -> JobStatus | Stale:
         """A transient failure: back to pending after a backoff, or dead past the limit.
 
-        Returns the job's new status (``pending`` or ``dead``); ``stale`` when the lease was
+        Returns the job's new status (``PENDING`` or ``DEAD``); ``STALE`` when the lease was
         lost meanwhile and another worker owns the job now (nothing is changed then).
         """
         now = self.clock()
         if job.attempt_count >= self.config.max_attempts:
             reason = f"gave up after {job.attempt_count} attempts: {outcome.error}"
             return self._finish(
-                job, "dead", Outcome(reason, outcome.http_status, outcome.duration_ms), now
+                job, JobStatus.DEAD, Outcome(reason, outcome.http_status, outcome.duration_ms), now
             )
         delay = backoff_delay(
             job.attempt_count, self.config.backoff, self.rng, retry_after=retry_after
@@ -320,19 +350,22 @@ class JobQueue:
                 (now + delay, outcome.error, now, job.id, job.locked_until, job.locked_by),
             )
             if cursor.rowcount == 0:
-                return "stale"
-            self._record_attempt(conn, job, "retry", outcome, now)
-        return "pending"
+                return STALE
+            self._record_attempt(conn, job, AttemptOutcome.RETRY, outcome, now)
+        return JobStatus.PENDING
 
-    def dead(self, job: ClaimedJob, outcome: Outcome) -> str:
+    def dead(self, job: ClaimedJob, outcome: Outcome) -> JobStatus | Stale:
         """A permanent failure: dead-lettered with the reason, kept for review."""
-        return self._finish(job, "dead", outcome, self.clock())
+        return self._finish(job, JobStatus.DEAD, outcome, self.clock())
 
-    def conflict(self, job: ClaimedJob, outcome: Outcome) -> str:
+    def conflict(self, job: ClaimedJob, outcome: Outcome) -> JobStatus | Stale:
         """The server holds a newer version: the job waits for a person, not for a retry."""
-        return self._finish(job, "conflict", outcome, self.clock())
+        return self._finish(job, JobStatus.CONFLICT, outcome, self.clock())
 
-    def _finish(self, job: ClaimedJob, status: str, outcome: Outcome, now: float) -> str:
+    def _finish(
+        self, job: ClaimedJob, status: JobStatus, outcome: Outcome, now: float
+    ) -> JobStatus | Stale:
+        """Move a leased (or expired-lease pending) job to DEAD or CONFLICT (or STALE)."""
         with WriteTransaction(self.db, self.path) as conn:
             cursor = conn.execute(
                 # Not finished: a dead or conflicted job still holds back its work order.
@@ -342,8 +375,8 @@ class JobQueue:
                 (status, outcome.error, now, job.id),
             )
             if cursor.rowcount == 0:
-                return "stale"
-            self._record_attempt(conn, job, status, outcome, now)
+                return STALE
+            self._record_attempt(conn, job, AttemptOutcome(status.value), outcome, now)
         return status
 
     def release(self, jobs: Sequence[ClaimedJob]) -> int:
@@ -363,13 +396,18 @@ class JobQueue:
         return released
 
     def _record_attempt(
-        self, conn: sqlite3.Connection, job: ClaimedJob, result: str, outcome: Outcome, now: float
+        self,
+        conn: sqlite3.Connection,
+        job: ClaimedJob,
+        result: AttemptOutcome,
+        outcome: Outcome,
+        now: float,
     ) -> None:
         conn.execute(INSERT_ATTEMPT, self._attempt_row(job, result, outcome, now))
 
     @staticmethod
     def _attempt_row(
-        job: ClaimedJob, result: str, outcome: Outcome, now: float
+        job: ClaimedJob, result: AttemptOutcome, outcome: Outcome, now: float
     ) -> tuple[int, float, float, str, int | None, str | None]:
         duration = outcome.duration_ms
         if duration is None:
@@ -395,7 +433,14 @@ class JobQueue:
             for job_id, _ in rows:
                 conn.execute(
                     INSERT_ATTEMPT,
-                    (job_id, now, None, "lease_expired", None, "lease expired (worker stopped?)"),
+                    (
+                        job_id,
+                        now,
+                        None,
+                        AttemptOutcome.LEASE_EXPIRED,
+                        None,
+                        "lease expired (worker stopped?)",
+                    ),
                 )
             if rows:
                 self._bump(conn, "lease_timeouts", len(rows))
@@ -490,7 +535,7 @@ class JobQueue:
             row = conn.execute(
                 "SELECT payload, idempotency_key, status FROM jobs WHERE id = ?", (job_id,)
             ).fetchone()
-            if row is None or row[2] not in ("dead", "conflict"):
+            if row is None or row[2] not in JobStatus.needs_person():
                 raise StoreError(f"job {job_id} is not a dead or conflicted job")
             key = row[1]
             body = row[0]

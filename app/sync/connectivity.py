@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from app.states import Connectivity
 from app.store.backoff import BackoffPolicy, backoff_delay
 
 __all__ = ["ConnectivityConfig", "ConnectivityDetector"]
@@ -29,7 +30,7 @@ class ConnectivityDetector:
     def __init__(self, config: ConnectivityConfig | None = None, rng: random.Random | None = None):
         self.config = config or ConnectivityConfig()
         self.rng = rng or random.Random()
-        self.state = "checking"
+        self.state: Connectivity = Connectivity.CHECKING
         self.reason = "not tried yet"
         self.os_online: bool | None = None
         self.metered = False
@@ -45,19 +46,19 @@ class ConnectivityDetector:
         self.os_online = online
         self.metered = metered
         if online is False:
-            self._set("offline", "the system reports no network")
+            self._set(Connectivity.OFFLINE, "the system reports no network")
             return False
         if online and was is False:
             # Regained: try at once instead of waiting for the probe backoff.
             self._probe_attempts = 0
-            self._set("checking", "the system reports a network")
+            self._set(Connectivity.CHECKING, "the system reports a network")
             return True
         return False
 
     def network_failure(self, reason: str) -> None:
         self._network_failures += 1
         if self._network_failures >= self.config.failures_before_offline:
-            self._set("offline", reason)
+            self._set(Connectivity.OFFLINE, reason)
 
     def server_answered(self, mutations_ok: bool = True) -> None:
         """Any HTTP answer proves reachability; failing mutations mean degraded, not offline."""
@@ -65,27 +66,27 @@ class ConnectivityDetector:
         self._probe_attempts = 0
         if mutations_ok:
             self._mutation_failures = 0
-            self._set("online", "")
+            self._set(Connectivity.ONLINE, "")
         else:
             self._mutation_failures += 1
             if self._mutation_failures >= 3:
-                self._set("degraded", "the server answers but refuses or fails changes")
-            elif self.state != "degraded":
-                self._set("online", "")
+                self._set(Connectivity.DEGRADED, "the server answers but refuses or fails changes")
+            elif self.state != Connectivity.DEGRADED:
+                self._set(Connectivity.ONLINE, "")
 
     def probe_failed(self, reason: str) -> None:
         self._probe_attempts += 1
-        self._set("offline", reason)
+        self._set(Connectivity.OFFLINE, reason)
 
     # -- decisions ---------------------------------------------------------------------------
 
     @property
     def may_send(self) -> bool:
-        return self.state in ("online", "checking", "degraded")
+        return self.state in (Connectivity.ONLINE, Connectivity.CHECKING, Connectivity.DEGRADED)
 
     def next_probe_delay(self) -> float:
         return backoff_delay(self._probe_attempts + 1, self.config.probe_backoff, self.rng)
 
-    def _set(self, state: str, reason: str) -> None:
+    def _set(self, state: Connectivity, reason: str) -> None:
         self.state = state
         self.reason = reason

@@ -33,6 +33,7 @@ from app.events import (
 )
 from app.executor import StoreExecutor
 from app.metrics import EngineMetrics
+from app.states import JobStatus
 from app.store.backoff import backoff_delay
 from app.store.errors import StorageConditionError, WorkerLockHeldError
 from app.store.lock import WorkerLock
@@ -360,7 +361,7 @@ class SyncEngine:
             return 0
         self._in_flight.append(jobs)
         for job in jobs:
-            self.events.publish(JobStateChanged(job.id, job.entity_key, "leased"))
+            self.events.publish(JobStateChanged(job.id, job.entity_key, JobStatus.LEASED))
         mutations = await self.executor.run(build_mutations, self.store, jobs)
         await self._rate_limit()
         started = time.monotonic()
@@ -552,7 +553,7 @@ class SyncEngine:
     def _publish_connectivity(self, before: str) -> None:
         if self.connectivity.state != before:
             state = self.connectivity.state
-            self.events.publish(ConnectivityChanged(state, self.connectivity.reason))  # type: ignore[arg-type]
+            self.events.publish(ConnectivityChanged(state, self.connectivity.reason))
 
     async def _publish_queue(self, *, force: bool = False) -> None:
         """Queue depth for the status bar, at most every ``QUEUE_EVENT_INTERVAL_S`` while

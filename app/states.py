@@ -1,0 +1,68 @@
+"""The names of states shared by the store, the sync engine, the events and the UI.
+
+A leaf module (it imports only ``enum``), so anything may import it without a cycle. Each
+enum is a ``StrEnum``: a member *is* its string, so the values stored in SQLite and carried in
+events are unchanged and compare equal to the bare words older code and tests use. The job
+state machine is drawn in `app.store.queue`.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["AttemptOutcome", "Connectivity", "JobStatus"]
+
+
+class JobStatus(enum.StrEnum):
+    """A queued change's place in the job state machine (the ``jobs.status`` column).
+
+    The UI has its own words for some of them: a leased job is "Sending…", a dead one is a
+    "Failed change" (the CLI says "dead letter"); the stored word is this one.
+    """
+
+    PENDING = "pending"
+    LEASED = "leased"
+    DONE = "done"
+    DEAD = "dead"
+    CONFLICT = "conflict"
+
+    @classmethod
+    def outstanding(cls) -> tuple[JobStatus, ...]:
+        """Statuses that hold back later jobs for the same entity (per-entity order)."""
+        return (cls.PENDING, cls.LEASED, cls.CONFLICT, cls.DEAD)
+
+    @classmethod
+    def needs_person(cls) -> tuple[JobStatus, ...]:
+        """Statuses a person must settle (retry, edit, discard, resolve)."""
+        return (cls.DEAD, cls.CONFLICT)
+
+
+class AttemptOutcome(enum.StrEnum):
+    """How one delivery attempt ended (the ``attempts.outcome`` column)."""
+
+    DONE = "done"
+    RETRY = "retry"
+    DEAD = "dead"
+    CONFLICT = "conflict"
+    LEASE_EXPIRED = "lease_expired"
+    RELEASED = "released"
+
+
+class Connectivity(enum.StrEnum):
+    """What the device knows about reaching the server; carried by ``ConnectivityChanged``.
+
+    The UI words (issue 12): ONLINE "Online", OFFLINE "Offline" (the OS says no network),
+    UNREACHABLE "Server unreachable" (a network, but the server does not answer), SIGNED_OUT
+    "Signed out", PAUSED "Paused" (metered network and the person's setting), CHECKING
+    "Connecting…" (transient: until the first answer or failure of the server), DEGRADED (the
+    server answers but refuses or fails changes), STOPPED (no engine runs: local-only mode).
+    """
+
+    ONLINE = "online"
+    OFFLINE = "offline"
+    UNREACHABLE = "unreachable"
+    CHECKING = "checking"
+    DEGRADED = "degraded"
+    SIGNED_OUT = "signed_out"
+    PAUSED = "paused"
+    STOPPED = "stopped"
