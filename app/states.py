@@ -53,7 +53,7 @@ class Connectivity(enum.StrEnum):
 
     The UI words (issue 12): ONLINE "Online", OFFLINE "Offline" (the OS says no network),
     UNREACHABLE "Server unreachable" (a network, but the server does not answer), SIGNED_OUT
-    "Signed out", PAUSED "Paused" (metered network and the person's setting), CHECKING
+    "Signed out", PAUSED "Paused" (metered network and the person's setting), CONNECTING
     "Connecting…" (transient: until the first answer or failure of the server), DEGRADED (the
     server answers but refuses or fails changes), STOPPED (no engine runs: local-only mode).
     """
@@ -61,7 +61,7 @@ class Connectivity(enum.StrEnum):
     ONLINE = "online"
     OFFLINE = "offline"
     UNREACHABLE = "unreachable"
-    CHECKING = "checking"
+    CONNECTING = "connecting"
     DEGRADED = "degraded"
     SIGNED_OUT = "signed_out"
     PAUSED = "paused"

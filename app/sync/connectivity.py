@@ -25,12 +25,12 @@ class ConnectivityConfig:
 
 
 class ConnectivityDetector:
-    """States: online, offline, checking (probing), degraded (server up, mutations failing)."""
+    """States: online, offline, connecting (probing), degraded (server up, mutations failing)."""
 
     def __init__(self, config: ConnectivityConfig | None = None, rng: random.Random | None = None):
         self.config = config or ConnectivityConfig()
         self.rng = rng or random.Random()
-        self.state: Connectivity = Connectivity.CHECKING
+        self.state: Connectivity = Connectivity.CONNECTING
         self.reason = "not tried yet"
         self.os_online: bool | None = None
         self.metered = False
@@ -51,7 +51,7 @@ class ConnectivityDetector:
         if online and was is False:
             # Regained: try at once instead of waiting for the probe backoff.
             self._probe_attempts = 0
-            self._set(Connectivity.CHECKING, "the system reports a network")
+            self._set(Connectivity.CONNECTING, "the system reports a network")
             return True
         return False
 
@@ -82,7 +82,7 @@ class ConnectivityDetector:
 
     @property
     def may_send(self) -> bool:
-        return self.state in (Connectivity.ONLINE, Connectivity.CHECKING, Connectivity.DEGRADED)
+        return self.state in (Connectivity.ONLINE, Connectivity.CONNECTING, Connectivity.DEGRADED)
 
     def next_probe_delay(self) -> float:
         return backoff_delay(self._probe_attempts + 1, self.config.probe_backoff, self.rng)

@@ -19,6 +19,7 @@ _CONNECTIVITY_TEXT = {
     "online": "Online",
     "offline": "Offline — edits are kept on this device",
     "checking": "Checking the connection…",
+    "connecting": "Checking the connection…",
     "degraded": "Server reachable, but changes are failing",
     "signed_out": "Signed out — sign in to sync",
     "stopped": "Sync is not running",
