@@ -1,6 +1,6 @@
 """`fieldsync-server`: serve the sync API and manage device tokens.
 
-    fieldsync-server serve --db URL --host 127.0.0.1 --port 8750
+    fieldsync-server serve --db URL --host 127.0.0.1 --port 8750 [--workers 4]
     fieldsync-server add-device --name phone-1 --role worker   # token on the last stdout line
     fieldsync-server revoke-device phone-1
     fieldsync-server list-devices
@@ -15,16 +15,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import socket
 import sys
 from collections.abc import Sequence
 
 import uvicorn
+from fastapi import FastAPI
+from uvicorn.supervisors import Multiprocess
 
 from server.app import create_app
 from server.auth import ROLES, DeviceExistsError, add_device, list_devices, revoke_device
 from server.database import open_store
 from server.idempotency import prune_expired
+from server.listen import listening_socket, uvicorn_config
 from server.logs import configure_logging, log_event
 from server.settings import Settings, default_db_url
 
@@ -47,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8750, help="0 picks a free port")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    serve.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        help="server processes sharing the port (each keeps its own per-device rate limit)",
+    )
     defaults = Settings(db_url="unused")
     serve.add_argument("--rate-limit-burst", type=int, default=defaults.rate_limit_burst)
     serve.add_argument(
@@ -75,6 +83,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class _ServeApp:
+    """The app factory each server process calls; picklable, so workers can be spawned."""
+
+    settings: Settings
+    log_level: str
+
+    def __call__(self) -> FastAPI:
+        configure_logging(self.log_level)  # a spawned worker starts with no logging set up
+        return create_app(self.settings)
+
+
 def _serve(args: argparse.Namespace, db_url: str) -> int:
     configure_logging(args.log_level)
     settings = Settings(
@@ -83,18 +110,26 @@ def _serve(args: argparse.Namespace, db_url: str) -> int:
         rate_limit_per_second=args.rate_limit_per_second,
         idempotency_retention_seconds=args.key_retention_days * _DAY,
     )
-    app = create_app(settings)
-    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, args.port))
+    # Create the schema once here, before any worker races another to it.
+    open_store(db_url).close()
+    sock = listening_socket(args.host, args.port)
     host, port = sock.getsockname()[:2]
-    log_event(logger, logging.INFO, "listening", url=f"http://{host}:{port}", port=port)
-    config = uvicorn.Config(
-        app, log_config=None, access_log=False, log_level=args.log_level, lifespan="on"
+    url_host = f"[{host}]" if ":" in host else host
+    log_event(
+        logger, logging.INFO, "listening", url=f"http://{url_host}:{port}", port=port,
+        workers=args.workers,
+    )  # fmt: skip
+    config = uvicorn_config(
+        _ServeApp(settings, args.log_level),
+        factory=True,
+        log_level=args.log_level,
+        workers=args.workers,
     )
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        if args.workers > 1:
+            Multiprocess(config, sockets=[sock]).run()
+        else:
+            uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
     return 0

@@ -7,7 +7,8 @@
         httpx.get(f"{server.base_url}/v1/changes", headers={"Authorization": f"Bearer {token}"})
 
 `start_server` binds the socket itself (port 0 → the kernel picks), so `base_url` is known
-before the first request and the server is accepting when the call returns. `stop()` (or leaving
+before the first request and the server is accepting when the call returns. Its connections
+have Nagle off, as `fieldsync-server serve`'s do (`server.listen`). `stop()` (or leaving
 the `with`) shuts uvicorn down and joins its thread.
 """
 
@@ -25,6 +26,7 @@ import uvicorn
 from server.app import create_app
 from server.auth import Role, add_device
 from server.database import Store, open_store
+from server.listen import listening_socket, uvicorn_config
 from server.settings import Settings
 
 __all__ = ["EmbeddedServer", "provision_device", "start_server"]
@@ -39,9 +41,7 @@ class EmbeddedServer:
         host, port = sock.getsockname()[:2]
         self.base_url = f"http://{host}:{port}"
         self.app = create_app(settings)
-        config = uvicorn.Config(
-            self.app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5
-        )
+        config = uvicorn_config(self.app, timeout_graceful_shutdown=5)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run,
@@ -99,9 +99,7 @@ def start_server(
     if db_url and settings:
         overrides["db_url"] = db_url
     chosen = dataclasses.replace(base, **overrides)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = listening_socket("127.0.0.1", 0)
     try:
         server = EmbeddedServer(chosen, sock)
     except BaseException:

@@ -57,3 +57,12 @@ def test_prune_keys(sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None
 def test_unknown_role_is_refused(sqlite_url: str) -> None:
     with pytest.raises(SystemExit):
         main(["add-device", "--db", sqlite_url, "--name", "x", "--role", "root"])
+
+
+@pytest.mark.parametrize("workers", ["0", "-2", "many"])
+def test_serve_refuses_a_worker_count_below_one(
+    sqlite_url: str, workers: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--db", sqlite_url, "--workers", workers])
+    assert "--workers" in capsys.readouterr().err

@@ -50,6 +50,12 @@ class ServerProcess:
         self.wait_for(lambda e: "startup complete" in e.get("msg", ""), timeout)
         return self
 
+    @property
+    def pid(self) -> int:
+        """The `fieldsync-server serve` process (with `--workers`, their supervisor)."""
+        assert self._process is not None, "start() first"
+        return self._process.pid
+
     def _pump(self) -> None:
         assert self._process is not None
         assert self._process.stderr is not None

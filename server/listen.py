@@ -1,0 +1,72 @@
+"""Listening sockets and the uvicorn setup that turn Nagle off on every accepted connection.
+
+A response leaves uvicorn in two writes (head, then body). With Nagle on, the second waits
+for the client to ACK the first, and the client delays that ACK by ~40 ms: every request on
+a kept-alive connection then costs ~44 ms, while a fresh connection (still in quick-ACK mode)
+answers in a few. asyncio sets `TCP_NODELAY` on an accepted socket only when the listening
+socket's `proto` is `IPPROTO_TCP`, and a socket made with `socket.socket(family, SOCK_STREAM)`
+(as uvicorn's own `--workers` path does) has proto 0. So the option is set three ways, each
+enough on its own:
+
+- `listening_socket` creates the socket with proto `IPPROTO_TCP`, so asyncio sets it;
+- it also sets `TCP_NODELAY` on the listening socket, which Linux copies to accepted ones;
+- `NoDelayH11Protocol` sets it on the accepted socket itself when uvicorn hands over the
+  connection, whoever bound the listener (`uvicorn --http server.listen:NoDelayH11Protocol`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["NoDelayH11Protocol", "listening_socket", "set_nodelay", "uvicorn_config"]
+
+_TCP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A bound (not yet listening) TCP socket whose accepted connections have Nagle off."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def set_nodelay(transport: asyncio.BaseTransport) -> None:
+    """Turn Nagle off on the TCP socket under `transport` (Unix sockets have no Nagle)."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in _TCP_FAMILIES and sock.type == socket.SOCK_STREAM:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class NoDelayH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, with `TCP_NODELAY` set on each connection it is given."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        set_nodelay(transport)
+        super().connection_made(transport)
+
+
+def uvicorn_config(app: Any, *, log_level: str | None = None, **options: Any) -> uvicorn.Config:
+    """The uvicorn config every way of starting the server shares (JSON logs are ours).
+
+    `log_level` None leaves uvicorn's loggers as the embedding program configured them."""
+    return uvicorn.Config(
+        app,
+        http=NoDelayH11Protocol,
+        log_config=None,
+        access_log=False,
+        log_level=log_level,
+        lifespan="on",
+        **options,
+    )
