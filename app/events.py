@@ -20,6 +20,7 @@ __all__ = [
     "Event",
     "EventBus",
     "JobStateChanged",
+    "OpChanges",
     "QueueChanged",
     "RecordsChanged",
     "SyncProgress",
@@ -73,6 +74,18 @@ class SyncProgress:
 
 
 @dataclass(frozen=True)
+class OpChanges:
+    """What one core write (an operation in `app.operations`) changed, so a screen repaints
+    just that: the work orders it touched, and whether the queue, the conflicts or the
+    settings changed (Anki's ``OpChanges``)."""
+
+    entity_ids: frozenset[str] = field(default_factory=frozenset)
+    queue: bool = False
+    conflicts: bool = False
+    settings: bool = False
+
+
+@dataclass(frozen=True)
 class AuthRequired:
     """The server refused the token (401): sync is paused until the person signs in again."""
 
@@ -88,6 +101,7 @@ Event = (
     | ConflictRaised
     | SyncProgress
     | AuthRequired
+    | OpChanges
 )
 Subscriber = Callable[[Event], None]
 

@@ -19,6 +19,7 @@ from app.events import (
     Event,
     EventBus,
     JobStateChanged,
+    OpChanges,
     QueueChanged,
     RecordsChanged,
     SyncProgress,
@@ -51,6 +52,11 @@ class Bridge(QObject):
         conflictRaised(str entity_id, int job_id, str kind)
         syncProgress(int done, int total, str phase)
         authRequired(str server_url, str reason)
+        opChanges(list entity_ids, bool queue, bool conflicts, bool settings)
+                                          — what a core operation (app.operations) changed
+
+    `connectivity` keeps the last state the engine published ("" before the first), for
+    view-models that word something by it (the editor's "Saved. Sending…").
     """
 
     # WORKAROUND: no `object` arguments. PySide6 6.12 drops a reference to a None passed
@@ -63,20 +69,25 @@ class Bridge(QObject):
     conflictRaised = Signal(str, int, str)
     syncProgress = Signal(int, int, str)
     authRequired = Signal(str, str)
+    opChanges = Signal(list, bool, bool, bool)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._unsubscribe: Callable[[], None] | None = None
+        self.bus: EventBus | None = None
+        self.connectivity = ""
 
     def attach(self, bus: EventBus) -> None:
         """Start forwarding `bus` events; a bridge follows one bus at a time."""
         self.detach()
+        self.bus = bus
         self._unsubscribe = bus.subscribe(self.on_bus_event)
 
     def detach(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        self.bus = None
 
     def on_bus_event(self, event: Event) -> None:
         match event:
@@ -93,12 +104,18 @@ class Bridge(QObject):
             case RecordsChanged(entity_ids=ids):
                 self.recordsChanged.emit(sorted(ids))
             case ConnectivityChanged(state=state, reason=reason):
+                self.connectivity = state
                 self.connectivityChanged.emit(state, reason)
             case ConflictRaised(entity_id=entity_id, job_id=job_id, kind=kind):
                 self.conflictRaised.emit(entity_id, job_id, kind)
             case SyncProgress(done=done, total=total, phase=phase):
                 self.syncProgress.emit(done, total, phase)
             case AuthRequired(server_url=url, reason=reason):
+                self.connectivity = "signed_out"
                 self.authRequired.emit(url, reason)
+            case OpChanges():
+                self.opChanges.emit(
+                    sorted(event.entity_ids), event.queue, event.conflicts, event.settings
+                )
             case _:
                 log.debug("bridge ignores %s", type(event).__name__)

@@ -1,4 +1,5 @@
-"""What the view-models are given: the store, its executor, the bridge, and the sync engine.
+"""What the view-models are given: the store, its executor, the bridge, the core operations
+and the sync engine.
 
 The engine is optional: screenshots and view-model tests run without one, and the status bar
 then says sync is not running instead of pretending.
@@ -6,9 +7,11 @@ then says sync is not running instead of pretending.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.events import EventBus
+from app.operations import Operations
 from app.store.store import Store
 from ui.bridge import Bridge
 from ui.tasks import Executor
@@ -16,13 +19,28 @@ from ui.tasks import Executor
 if TYPE_CHECKING:
     from ui.viewmodels.review import ReviewClient
 
-__all__ = ["EngineControl", "Services"]
+__all__ = ["EngineControl", "Services", "SyncReport"]
+
+
+class SyncReport(Protocol):
+    """What `SyncEngine.sync_now()` answers: how many changes went out and came in, or why
+    not (``problem``: offline, unreachable, signed_out, paused, server_busy, storage,
+    stopped; None when it synced)."""
+
+    sent: int
+    received: int
+    problem: str | None
+    detail: str
 
 
 class EngineControl(Protocol):
     """The part of `app.sync.engine.SyncEngine` the UI drives."""
 
     def wake(self) -> None: ...
+
+    async def sync_now(self) -> SyncReport: ...
+
+    def set_sync_on_metered(self, enabled: bool) -> None: ...
 
     def revalidate(self, entity_id: str) -> None: ...
 
@@ -40,3 +58,12 @@ class Services:
     server_url: str = ""
     #: The server's review queue, for the admin inbox (None: no server in this window).
     review_client: ReviewClient | None = None
+    #: Core writes; built over the bridge's bus when not given (its OpChanges reach the UI).
+    operations: Operations = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.operations is None:
+            if self.bridge.bus is None:
+                self.bridge.attach(EventBus())
+            assert self.bridge.bus is not None
+            self.operations = Operations(self.store, self.executor, self.bridge.bus)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import datetime as dt
 
 __all__ = [
+    "CONNECTIVITY_WORDS",
     "ago",
+    "last_synced",
+    "number",
     "error_in_words",
     "iso_when",
     "kind_in_words",
@@ -33,6 +36,46 @@ def ago(seconds: float | None) -> str:
     if seconds < 5:
         return "just now"
     return f"{_span(seconds)} ago"
+
+
+def number(n: int) -> str:
+    """A count as a person reads it: 1,200."""
+    return f"{n:,}"
+
+
+#: The status bar's word for each connectivity state the engine publishes.
+CONNECTIVITY_WORDS = {
+    "online": "Online",
+    "degraded": "Online",  # the server answers; the failures are counted beside it
+    "offline": "Offline",
+    "unreachable": "Server unreachable",
+    "signed_out": "Signed out",
+    "paused": "Paused",
+    "connecting": "Connecting…",
+    "checking": "Connecting…",
+    "stopped": "Sync is not running",
+}
+
+
+def last_synced(at: float | None, now: float) -> str:
+    """`Last synced just now` / `… 12 s ago` / `… 5 min ago` / `… today 09:12` /
+    `… yesterday 14:02` / `… 27 Nov 14:02` / `Never synced`, in local time."""
+    if at is None:
+        return "Never synced"
+    age = max(0.0, now - at)
+    if age < 5:
+        return "Last synced just now"
+    if age < 60:
+        return f"Last synced {int(age)} s ago"
+    if age < 3600:
+        return f"Last synced {int(age // 60)} min ago"
+    moment, today = dt.datetime.fromtimestamp(at), dt.datetime.fromtimestamp(now).date()
+    clock = moment.strftime("%H:%M")
+    if moment.date() == today:
+        return f"Last synced today {clock}"
+    if moment.date() == today - dt.timedelta(days=1):
+        return f"Last synced yesterday {clock}"
+    return f"Last synced {moment.day} {moment.strftime('%b')} {clock}"
 
 
 def time_until(at: float | None, now: float) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import time
@@ -145,6 +146,11 @@ class SyncEngine:
             self._reconcile_due = True
             self._wake.set()
         self._publish_connectivity(before)
+
+    def set_sync_on_metered(self, enabled: bool) -> None:
+        """The person's setting changed: it applies from the next send."""
+        self.config = dataclasses.replace(self.config, sync_on_metered=enabled)
+        self._wake.set()
 
     def resume_after_sign_in(self) -> None:
         self.auth_paused = False

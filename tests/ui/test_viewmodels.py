@@ -3,8 +3,11 @@ sign-in and settings."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +30,35 @@ from ui.viewmodels.signin import SignInViewModel
 from ui.viewmodels.statusbar import StatusBarViewModel
 
 
+@dataclass
+class FakeReport:
+    sent: int = 0
+    received: int = 0
+    problem: str | None = None
+    detail: str = ""
+
+
 class FakeEngine:
-    """What the UI drives of the engine; counts wakes."""
+    """What the UI drives of the engine; counts wakes and "Sync now" calls."""
 
     def __init__(self) -> None:
         self.wakes = 0
         self.revalidated: list[str] = []
         self.config: Any = None
+        self.sync_calls = 0
+        self.report = FakeReport()
 
     def wake(self) -> None:
         self.wakes += 1
+
+    async def sync_now(self) -> FakeReport:
+        self.sync_calls += 1
+        await asyncio.sleep(0)
+        return self.report
+
+    def set_sync_on_metered(self, enabled: bool) -> None:
+        self.config = dataclasses.replace(self.config, sync_on_metered=enabled)
+        self.wake()
 
     def revalidate(self, entity_id: str) -> None:
         self.revalidated.append(entity_id)
@@ -182,35 +204,43 @@ def test_status_bar_follows_the_core(
     store.record_edit("create", None, {"title": "Waiting one"})
     status.refresh()
     run(status.wait_idle())
-    assert status.connectivity == "checking"
+    assert status.connectivity == "connecting"
+    assert status.connectivityText == "Connecting…"
     assert status.pendingCount == 1
     assert status.pendingText.startswith("1 change waiting, oldest ")
     assert status.lastSyncText == "Never synced"
 
     bus.publish(ConnectivityChanged("offline", "no route"))
-    assert status.connectivityText.startswith("Offline")
+    assert status.connectivityText == "Offline"
+    engine.report = FakeReport(problem="offline")
+    messages: list[str] = []
+    status.message.connect(messages.append)
     status.syncNow()
-    assert engine.wakes == 1
-    assert status.connectivity == "checking"
+    run(status.wait_idle())
+    assert engine.sync_calls == 1
+    assert messages == ["Not synced: this device is offline."]
+    assert status.lastSyncText == "Never synced"
 
     bus.publish(ConnectivityChanged("online", ""))
     bus.publish(SyncProgress(3, 10, "flush"))
     assert status.syncing
     assert status.progressText == "Sending 3 of 10"
     assert status.progressFraction == 0.3
-    bus.publish(SyncProgress(10, 10, "idle"))
+    bus.publish(SyncProgress(0, 0, "pull"))
+    bus.publish(SyncProgress(0, 0, "idle"))
     bus.publish(QueueChanged({"pending": 0, "leased": 0, "dead": 2, "conflict": 1}, None))
     assert not status.syncing
     assert status.pendingText == "Nothing waiting to send"
     assert (status.failedCount, status.conflictCount) == (2, 1)
-    assert status.lastSyncText == "Last sync just now"
+    assert status.lastSyncText == "Last synced just now"
 
     bus.publish(AuthRequired("http://x", "token revoked"))
     assert status.connectivity == "signed_out"
-    bus.publish(ConnectivityChanged("checking", "probe"))
+    assert status.connectivityText == "Signed out"
+    bus.publish(ConnectivityChanged("connecting", "probe"))
     assert status.connectivity == "signed_out"  # a probe does not fix a refused token
     status.signed_in()
-    assert status.connectivity == "checking"
+    assert status.connectivity == "connecting"
 
 
 # -- dead letters -------------------------------------------------------------------------

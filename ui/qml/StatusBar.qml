@@ -14,7 +14,9 @@ ToolBar {
         switch (vm.connectivity) {
         case "online": return "#2e7d32"
         case "offline": return "#757575"
+        case "paused": return "#757575"
         case "degraded": return "#b45309"
+        case "unreachable": return "#b45309"
         case "signed_out": return "#c62828"
         default: return "#1565c0"
         }
@@ -66,6 +68,7 @@ ToolBar {
             Button {
                 objectName: "syncNowButton"
                 text: "Sync now"
+                enabled: !bar.vm.syncingNow
                 implicitHeight: 44
                 onClicked: bar.vm.syncNow()
             }
@@ -74,6 +77,8 @@ ToolBar {
             visible: bar.vm.syncing
             Layout.fillWidth: true
             ProgressBar {
+                objectName: "syncProgressBar"
+                indeterminate: !bar.vm.progressDeterminate
                 value: bar.vm.progressFraction
                 Layout.fillWidth: true
             }

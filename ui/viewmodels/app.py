@@ -2,6 +2,8 @@
 
 Navigation is decided here, not in QML, so it is tested without a window: on a phone the
 list is a page and back returns to it; on a wide window QML shows the list beside the page.
+The view-models do not call each other to repaint: each follows the bridge's `opChanges`
+(what a core operation changed) and the engine's events.
 """
 
 from __future__ import annotations
@@ -74,8 +76,6 @@ class AppViewModel(QObject):
             connect(source.message, self.message.emit)
         connect(self._editor.saved, self.on_editor_saved)
         connect(self._editor.changed, self.titleChanged.emit)
-        connect(self._dead.entitiesChanged, self.on_entities_changed)
-        connect(self._conflicts.entitiesChanged, self.on_entities_changed)
         connect(self._conflicts.finished, self.on_conflicts_finished)
         connect(self._sign_in.signedIn, self.on_sign_in_signed_in)
         bridge = services.bridge
@@ -171,14 +171,8 @@ class AppViewModel(QObject):
     # -- wiring -----------------------------------------------------------------------------
 
     def on_editor_saved(self, entity_id: str) -> None:
-        self.on_entities_changed([entity_id])
         if self._services.engine is not None:
             self._services.engine.wake()
-
-    def on_entities_changed(self, entity_ids: list[str]) -> None:
-        self._work_orders.on_bridge_records_changed(entity_ids)
-        self._editor.on_bridge_records_changed(entity_ids)
-        self._status.refresh()
 
     def on_conflicts_finished(self) -> None:
         if self._page == "conflict":

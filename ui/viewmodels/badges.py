@@ -51,9 +51,12 @@ def badge_for(state: EntityJobState | None, now: float) -> Badge:
             f"Someone changed this work order on the server too. Choose what to keep.{held}",
         )
     if state.retrying:
+        due = state.next_attempt_at is not None and state.next_attempt_at <= now
         return Badge(
             "retrying",
-            f"Retrying {time_until(state.next_attempt_at, now)}",
+            # Past its time the engine has not sent it yet (offline, probing): say so, never
+            # "Retrying now" for as long as that lasts.
+            "Waiting to retry" if due else f"Retrying {time_until(state.next_attempt_at, now)}",
             f"Last try failed: {state.last_error or 'unknown error'}",
         )
     if state.leased:

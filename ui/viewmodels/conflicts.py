@@ -1,6 +1,7 @@
 """Conflict resolution: base / mine / server per field, choose, and send through the queue.
 
-Wraps `app.sync.conflicts.Conflicts` (run on the executor). Fields that merged by themselves
+Reads through `app.sync.conflicts.Conflicts` (on the executor) and decides through the core
+operations (`Operations.resolve_conflict`, `escalate_conflict`). Fields that merged by themselves
 are shown as such and need no choice; "Resolve later" leaves the conflict open; "Send to admin"
 escalates it to the server's review queue and the record waits for the decision.
 """
@@ -11,7 +12,7 @@ from typing import Any
 
 from app.store.errors import StoreError
 from app.sync.conflicts import Conflicts, ConflictView
-from ui.qt import Property, QObject, Signal, Slot
+from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.tasks import TaskOwner
 from ui.wording import iso_when, when
@@ -55,12 +56,11 @@ class ConflictViewModel(QObject):
     """Open conflicts on this device, and the one being resolved.
 
     Signals:
-        changed(), message(str), entitiesChanged(list), finished()
+        changed(), message(str), finished()
     """
 
     changed = Signal()
     message = Signal(str)
-    entitiesChanged = Signal(list)
     finished = Signal()
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
@@ -71,6 +71,13 @@ class ConflictViewModel(QObject):
         self._open: list[ConflictView] = []
         self._current: ConflictView | None = None
         self._choices: dict[str, str] = {}
+        connect(services.bridge.opChanges, self.on_bridge_op_changes)
+
+    def on_bridge_op_changes(
+        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
+    ) -> None:
+        if conflicts:
+            self.reload()
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -226,8 +233,7 @@ class ConflictViewModel(QObject):
 
     async def _resolve(self, view: ConflictView, choice: str | dict[str, str]) -> None:
         try:
-            outcome = await self._services.executor.run(
-                self._conflicts.resolve,
+            outcome = await self._services.operations.resolve_conflict(
                 view.job_id,
                 choice,  # type: ignore[arg-type]
             )
@@ -239,7 +245,6 @@ class ConflictViewModel(QObject):
         else:
             self.message.emit("Resolved. The server's version was kept.")
         self._wake()
-        self.entitiesChanged.emit([view.entity_id])
         self._current = None
         await self._reload()
         self.finished.emit()
@@ -258,13 +263,12 @@ class ConflictViewModel(QObject):
 
     async def _escalate(self, view: ConflictView, note: str) -> None:
         try:
-            await self._services.executor.run(self._conflicts.escalate, view.job_id, note or None)
+            await self._services.operations.escalate_conflict(view.job_id, note or None)
         except StoreError as exc:
             self.message.emit(f"Not sent: {exc}")
             return
         self.message.emit("Sent to an admin. The work order waits for their decision.")
         self._wake()
-        self.entitiesChanged.emit([view.entity_id])
         await self._reload()
 
     def _wake(self) -> None:

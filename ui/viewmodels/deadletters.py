@@ -1,23 +1,23 @@
 """The dead-letter panel: changes the server refused for good, and what to do about them.
 
 Retry sends a job again unchanged (same idempotency key); edit-then-retry validates the edited
-payload with the server's rules and sends it as a new request (new key, `queue.retry_dead`);
-discard asks first in QML and is written to the audit log by the queue.
+payload with the server's rules and sends it as a new request (new key), through the core
+operation `Operations.retry_failed`, so the work order on this device shows the edit too;
+discard asks first in QML and is written to the audit log (`Operations.give_up`). The list
+reloads when an operation's OpChanges says the queue changed.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from app.records import ValidationError, format_validation_error, validate_create, validate_patch
+from app.operations import payload_from_text
 from app.store.deadletters import ERROR_KINDS, DeadJob, list_dead
-from app.store.errors import StoreError
-from app.store.store import Store
-from app.sync.conflicts import Conflicts
+from app.store.errors import InvalidEditError, StoreError
 from ui.qt import (
     Property,
     QAbstractListModel,
@@ -26,8 +26,10 @@ from ui.qt import (
     QObject,
     QPersistentModelIndex,
     Qt,
+    QTimer,
     Signal,
     Slot,
+    connect,
 )
 from ui.services import Services
 from ui.tasks import TaskOwner
@@ -54,34 +56,9 @@ Index = QModelIndex | QPersistentModelIndex
 def validate_payload(text: str) -> dict[str, Any]:
     """Parse and validate an edited job payload; raise ValueError with a readable reason."""
     try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"Not valid JSON: {exc.msg} (line {exc.lineno})") from None
-    if not isinstance(payload, dict) or set(payload) - {"op", "fields"}:
-        raise ValueError('Expected {"op": …, "fields": {…}} and nothing else')
-    op, fields = payload.get("op"), payload.get("fields", {})
-    if not isinstance(fields, dict):
-        raise ValueError('"fields" must be an object')
-    try:
-        if op == "create":
-            clean = validate_create(fields)
-        elif op == "update":
-            clean = validate_patch(fields)
-            if not clean:
-                raise ValueError("An edit needs at least one field")
-        elif op == "delete":
-            if fields:
-                raise ValueError("A delete takes no fields")
-            clean = {}
-        else:
-            raise ValueError(f"Unknown operation {op!r}: use create, update or delete")
-    except ValidationError as exc:
-        raise ValueError(format_validation_error(exc)) from None
-    return {"op": op, "fields": clean}
-
-
-def _retry(store: Store, job_id: int, payload: dict[str, Any] | None) -> str:
-    return store.queue.retry_dead(job_id, payload)
+        return payload_from_text(text)
+    except InvalidEditError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _export(path: Path, jobs: list[DeadJob]) -> Path:
@@ -113,12 +90,10 @@ class DeadLetterModel(QAbstractListModel):
     Signals:
         changed()  — filter, selection or details changed
         message(str)  — a result to tell the person
-        entitiesChanged(list)  — work orders whose badge may have changed
     """
 
     changed = Signal()
     message = Signal(str)
-    entitiesChanged = Signal(list)
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -130,6 +105,16 @@ class DeadLetterModel(QAbstractListModel):
         self._kind = ""
         self._selected: int = -1
         self._edit_error = ""
+        # One reload for a burst of operations (a bulk retry publishes one OpChanges a job).
+        self._reload_timer = QTimer(self, singleShot=True, interval=30)
+        connect(self._reload_timer.timeout, self.reload)
+        connect(services.bridge.opChanges, self.on_bridge_op_changes)
+
+    def on_bridge_op_changes(
+        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
+    ) -> None:
+        if queue:
+            self._reload_timer.start()
 
     # -- model ------------------------------------------------------------------------------
 
@@ -192,6 +177,7 @@ class DeadLetterModel(QAbstractListModel):
         await self._tasks.wait_idle()
 
     async def aclose(self) -> None:
+        self._reload_timer.stop()
         await self._tasks.aclose()
 
     # -- filter and selection ---------------------------------------------------------------
@@ -315,22 +301,19 @@ class DeadLetterModel(QAbstractListModel):
         self._tasks.start(self._retry_many(sorted(self._checked)), "dead-retry-checked")
 
     async def _retry_many(self, job_ids: list[int]) -> None:
-        store = self._services.store
-        await self._each(job_ids, lambda job_id: _retry(store, job_id, None), "Sending {} again.")
+        retry = self._services.operations.retry_failed
+        await self._each(job_ids, retry, "Sending {} again.")
 
     async def _retry(self, job_id: int, payload: dict[str, Any] | None) -> None:
-        job = next((j for j in self._all if j.id == job_id), None)
         try:
-            await self._services.executor.run(_retry, self._services.store, job_id, payload)
+            await self._services.operations.retry_failed(job_id, payload)
         except StoreError as exc:
             self.message.emit(str(exc))
         else:
             what = "Edited change queued as a new request." if payload else "Sending it again."
             self.message.emit(what)
             self._wake()
-        await self._reload()
-        if job is not None:
-            self.entitiesChanged.emit([job.entity_id])
+        await self._reload_now()
 
     @Slot(int)
     def discard(self, job_id: int) -> None:
@@ -341,24 +324,30 @@ class DeadLetterModel(QAbstractListModel):
         self._tasks.start(self._discard(sorted(self._checked)), "dead-discard")
 
     async def _discard(self, job_ids: list[int]) -> None:
-        give_up = Conflicts(self._services.store).give_up
+        give_up = self._services.operations.give_up
         await self._each(job_ids, give_up, "Discarded {}; kept in the audit log.")
 
-    async def _each(self, job_ids: list[int], action: Callable[[int], object], done: str) -> None:
-        """``action`` on each job in the store thread; one message for all, one reload."""
-        entities = [job.entity_id for job in self._all if job.id in job_ids]
+    async def _each(
+        self, job_ids: list[int], action: Callable[[int], Awaitable[object]], done: str
+    ) -> None:
+        """The core operation ``action`` on each job; one message for all."""
         count = 0
         for job_id in job_ids:
             try:
-                await self._services.executor.run(action, job_id)
+                await action(job_id)
                 count += 1
             except StoreError as exc:
                 self.message.emit(str(exc))
         if count:
             self.message.emit(done.format(f"{count} {'change' if count == 1 else 'changes'}"))
             self._wake()
+        await self._reload_now()
+
+    async def _reload_now(self) -> None:
+        """After this screen's own operations: the list is current when they finish (their
+        OpChanges would reload it a moment later)."""
+        self._reload_timer.stop()
         await self._reload()
-        self.entitiesChanged.emit(entities)
 
     @Slot(result=str)
     def exportChecked(self) -> str:

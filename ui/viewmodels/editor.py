@@ -1,8 +1,9 @@
 """The work-order editor: validates with the server's rules, saves to the local queue.
 
-Save writes the cache and enqueues the job in one transaction (`Store.record_edit`, through the
-executor), offline or not; the row's badge turns "pending" at once because `saved` names the
-record. Validation uses `app.records`, the same module the server validates with.
+Save writes the cache and enqueues the job in one transaction (the core operation
+`Operations.save_edit`), offline or not; the row's badge turns "pending" at once because the
+operation's OpChanges names the record. Validation uses `app.records`, the same module the
+server validates with.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from typing import Any
 from app.records import ValidationError, validate_create, validate_patch
 from app.store.deadletters import EntityJobState, job_states
 from app.store.errors import InvalidEditError, StoreError
-from app.store.store import EditResult, Store
+from app.store.store import Store
 from ui.crash import report
-from ui.qt import Property, QObject, Signal, Slot
+from ui.qt import Property, QObject, QTimer, Signal, Slot, connect
 from ui.services import Services
 from ui.tasks import TaskOwner
 from ui.viewmodels.badges import badge_for
@@ -46,12 +47,6 @@ _BLANK = {
 def _load(store: Store, entity_id: str) -> tuple[dict[str, Any] | None, EntityJobState | None]:
     record = store.cache.get(entity_id)
     return record, job_states(store, [entity_id]).get(entity_id)
-
-
-def _save(
-    store: Store, op: str, entity_id: str | None, fields: dict[str, Any], base: int | None
-) -> EditResult:
-    return store.record_edit(op, entity_id, fields, base_version=base)  # type: ignore[arg-type]
 
 
 def _as_form(record: dict[str, Any]) -> dict[str, str]:
@@ -98,6 +93,11 @@ class EditorViewModel(QObject):
         # that finishes after the person moved on must not put another record on screen, and
         # two new forms in a row are different forms.
         self._generation = 0
+        # "Retrying in 3 s" counts down on screen; runs only while the badge shows a countdown.
+        self._clock_timer = QTimer(self, interval=1000)
+        connect(self._clock_timer.timeout, self.changed.emit)
+        connect(services.bridge.opChanges, self.on_bridge_op_changes)
+        connect(self.changed, self.on_changed)
 
     # -- slots ------------------------------------------------------------------------------
 
@@ -195,8 +195,11 @@ class EditorViewModel(QObject):
         base: int | None,
     ) -> None:
         try:
-            result = await self._services.executor.run(
-                _save, self._services.store, op, entity_id, fields, base
+            result = await self._services.operations.save_edit(
+                op,  # type: ignore[arg-type]
+                entity_id,
+                fields,
+                base,
             )
         except InvalidEditError as exc:
             self._errors = {"record": str(exc)}
@@ -219,14 +222,30 @@ class EditorViewModel(QObject):
                 "Saved on this device. It waits behind a change of this work order that needs "
                 "you: retry or discard the failed change, or resolve the conflict."
             )
+        elif self._services.bridge.connectivity in ("online", "degraded"):
+            self.message.emit("Saved. Sending…")
         else:
-            self.message.emit("Saved on this device. It will be sent when the server is reachable.")
+            self.message.emit("Saved on this device; will be sent when the server is reachable.")
 
     async def wait_idle(self) -> None:
         await self._tasks.wait_idle()
 
     async def aclose(self) -> None:
+        self._clock_timer.stop()
         await self._tasks.aclose()
+
+    def on_changed(self) -> None:
+        counting = self._state is not None and bool(self._state.retrying)
+        if counting and not self._clock_timer.isActive():
+            self._clock_timer.start()
+        elif not counting and self._clock_timer.isActive():
+            self._clock_timer.stop()
+
+    def on_bridge_op_changes(
+        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
+    ) -> None:
+        if self._entity_id and self._entity_id in entity_ids and not self._saving:
+            self.on_bridge_records_changed(entity_ids)
 
     def on_bridge_records_changed(self, entity_ids: list[str]) -> None:
         if self._entity_id and self._entity_id in entity_ids and not self.dirty:

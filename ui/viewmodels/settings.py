@@ -1,42 +1,19 @@
 """Device settings a person may change: today, whether to sync on metered connections.
 
 Kept in the store's `settings` table (small, per data dir, never a secret) and read once at
-start-up into `SyncConfig`; a change is handed to the running engine at once.
+start-up into `SyncConfig`; a change is saved through the core operation
+(`Operations.set_sync_on_metered`) and handed to the running engine
+(`SyncEngine.set_sync_on_metered`) at once.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
-from app.store.settings import read_setting, write_setting
-from app.store.store import Store
+from app.operations import SYNC_ON_METERED, load_sync_on_metered
 from ui.qt import Property, QObject, Signal, Slot
 from ui.services import Services
 from ui.tasks import TaskOwner
 
-__all__ = ["SYNC_ON_METERED", "SettingsViewModel", "apply_to_engine", "load_sync_on_metered"]
-
-SYNC_ON_METERED = "ui.sync_on_metered"
-
-
-def load_sync_on_metered(store: Store) -> bool:
-    """On unless the person turned it off. Blocking: run it on the executor."""
-    return read_setting(store, SYNC_ON_METERED) != "0"
-
-
-def save_sync_on_metered(store: Store, enabled: bool) -> None:
-    with store.db.atomic():
-        write_setting(store, SYNC_ON_METERED, "1" if enabled else "0")
-
-
-def apply_to_engine(engine: Any, enabled: bool) -> None:
-    """Give a running `SyncEngine` the new choice; it looks at its config before each send."""
-    config = getattr(engine, "config", None)
-    if config is None or not dataclasses.is_dataclass(config):
-        return
-    engine.config = dataclasses.replace(config, sync_on_metered=enabled)
-    engine.wake()
+__all__ = ["SYNC_ON_METERED", "SettingsViewModel", "load_sync_on_metered"]
 
 
 class SettingsViewModel(QObject):
@@ -76,10 +53,9 @@ class SettingsViewModel(QObject):
         self._tasks.start(self._save(enabled), "settings-save")
 
     async def _save(self, enabled: bool) -> None:
-        store = self._services.store
-        await self._services.executor.run(save_sync_on_metered, store, enabled)
+        await self._services.operations.set_sync_on_metered(enabled)
         if self._services.engine is not None:
-            apply_to_engine(self._services.engine, enabled)
+            self._services.engine.set_sync_on_metered(enabled)
         self.message.emit(
             "Syncing on metered connections too."
             if enabled

@@ -1,33 +1,48 @@
-"""The status bar: connection, what is waiting, when we last synced, and "Sync now"."""
+"""The status bar: connection, what is waiting, when we last synced, progress, "Sync now".
+
+It shows only what the engine told it (events through the bridge) and never polls the store
+for sync state: the counts come with QueueChanged and the operations' OpChanges. A clock
+timer only re-words ages ("12 s ago" → "13 s ago"), once a second while they are in seconds.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from app.store.deadletters import last_synced_at
+from app.store.stats import outstanding_depth
 from app.store.store import Store
 from ui.bridge import from_number
 from ui.qt import Property, QObject, QTimer, Signal, Slot, connect
-from ui.services import Services
+from ui.services import Services, SyncReport
 from ui.tasks import TaskOwner
-from ui.wording import ago
+from ui.wording import CONNECTIVITY_WORDS, ago, last_synced, number
 
-__all__ = ["StatusBarViewModel"]
+__all__ = ["StatusBarViewModel", "report_in_words"]
 
-_CONNECTIVITY_TEXT = {
-    "online": "Online",
-    "offline": "Offline — edits are kept on this device",
-    "checking": "Checking the connection…",
-    "connecting": "Checking the connection…",
-    "degraded": "Server reachable, but changes are failing",
-    "signed_out": "Signed out — sign in to sync",
-    "stopped": "Sync is not running",
+#: Why "Sync now" could not sync, in words (the engine's `SyncReport.problem`).
+_NOT_SYNCED = {
+    "offline": "Not synced: this device is offline.",
+    "unreachable": "Not synced: the server is unreachable.",
+    "signed_out": "Not synced: signed out. Sign in to sync.",
+    "paused": "Not synced: paused on a metered connection (see Settings).",
+    "server_busy": "Not synced: the server is busy. It will be tried again shortly.",
+    "storage": "Not synced: this device's storage is not usable right now.",
+    "stopped": "Sync is not running in this window.",
 }
 
 
+def report_in_words(report: SyncReport) -> str:
+    """The toast of "Sync now": "3 sent, 12 received", or why not."""
+    if report.problem:
+        return _NOT_SYNCED.get(str(report.problem), f"Not synced: {report.problem}.")
+    return f"{number(report.sent)} sent, {number(report.received)} received"
+
+
 def _read_status(store: Store) -> tuple[dict[str, Any], float | None]:
-    return store.stats(), last_synced_at(store)
+    return outstanding_depth(store), last_synced_at(store)
 
 
 class StatusBarViewModel(QObject):
@@ -41,40 +56,47 @@ class StatusBarViewModel(QObject):
     changed = Signal()
     message = Signal(str)
 
-    def __init__(self, services: Services, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        services: Services,
+        parent: QObject | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__(parent)
         self._services = services
+        self._clock = clock
         self._tasks = TaskOwner(on_condition=self.message.emit)
-        self._connectivity = "checking" if services.engine is not None else "stopped"
+        self._connectivity = "connecting" if services.engine is not None else "stopped"
         self._reason = ""
         self._depth: dict[str, int] = {}
         self._oldest_age: float | None = None
-        self._oldest_seen_at = time.time()
+        self._oldest_seen_at = clock()
         self._last_sync: float | None = None
         self._progress = (0, 0, "idle")
-        self._tick = QTimer(self, interval=10_000)
-        connect(self._tick.timeout, self.changed.emit)
-        self._tick.start()
+        self._syncing_now = False
+        self._tick = QTimer(self, singleShot=True)
+        connect(self._tick.timeout, self.on_tick_timeout)
         bridge = services.bridge
         connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
         connect(bridge.queueChanged, self.on_bridge_queue_changed)
         connect(bridge.syncProgress, self.on_bridge_sync_progress)
         connect(bridge.jobStateChanged, self.on_bridge_job_state_changed)
         connect(bridge.authRequired, self.on_bridge_auth_required)
+        connect(bridge.opChanges, self.on_bridge_op_changes)
 
     # -- inputs -----------------------------------------------------------------------------
 
     @Slot()
     def refresh(self) -> None:
+        """Read the counts and the persisted last sync once (start-up, after a sign-in)."""
         self._tasks.start(self._refresh(), "status-refresh")
 
     async def _refresh(self) -> None:
-        stats, synced_at = await self._services.executor.run(_read_status, self._services.store)
-        self._depth = dict(stats["queue_depth"])
-        self._set_oldest(stats["oldest_pending_age_s"])
-        if synced_at is not None and (self._last_sync is None or synced_at > self._last_sync):
-            self._last_sync = synced_at
-        self.changed.emit()
+        depth, synced_at = await self._services.executor.run(_read_status, self._services.store)
+        self._set_depth(depth)
+        self._synced(synced_at)
+        self._changed()
 
     async def wait_idle(self) -> None:
         await self._tasks.wait_idle()
@@ -87,48 +109,105 @@ class StatusBarViewModel(QObject):
         if self._connectivity == "signed_out" and state != "online":
             return  # still paused for sign-in; the probe alone does not fix a refused token
         self._connectivity, self._reason = state, reason
-        self.changed.emit()
+        self._changed()
 
     def on_bridge_auth_required(self, server_url: str, reason: str) -> None:
         self._connectivity, self._reason = "signed_out", reason
-        self.changed.emit()
+        self._changed()
 
     def on_bridge_queue_changed(self, depth: dict[str, int], oldest_age: float) -> None:
-        self._depth = dict(depth)
+        self._depth = {k: int(v) for k, v in depth.items()}
         self._set_oldest(from_number(oldest_age))
-        self.changed.emit()
+        self._changed()
+
+    def on_bridge_op_changes(
+        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
+    ) -> None:
+        if queue or conflicts:
+            self.refresh()
 
     def on_bridge_sync_progress(self, done: int, total: int, phase: str) -> None:
+        before = self._progress
         self._progress = (done, total, phase)
-        if phase == "idle" and self._connectivity == "online":
-            self._last_sync = time.time()
-        self.changed.emit()
+        if phase == "idle" and before[2] == "pull":
+            self._synced(self._clock())  # a completed pull is a sync
+        self._changed()
 
     def on_bridge_job_state_changed(
         self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
     ) -> None:
-        if status == "done":
-            self._last_sync = time.time()
+        if status == "done":  # an acknowledged delivery is a sync
+            self._synced(self._clock())
+            self._changed()
 
     def signed_in(self) -> None:
-        self._connectivity = "checking" if self._services.engine is not None else "stopped"
-        self.changed.emit()
+        self._connectivity = "connecting" if self._services.engine is not None else "stopped"
+        self._reason = ""
+        self._changed()
+
+    def on_tick_timeout(self) -> None:
+        self._changed()
 
     @Slot()
     def syncNow(self) -> None:
+        """Flush, then pull, then revalidate, even with nothing queued; say what happened."""
         engine = self._services.engine
         if engine is None:
             self.message.emit("Sync is not running in this window.")
             return
-        engine.wake()
-        if self._connectivity in ("offline", "stopped"):
-            self._connectivity = "checking"
-        self.message.emit("Syncing now…")
-        self.changed.emit()
+        if self._syncing_now:
+            return
+        self._syncing_now = True
+        self._changed()
+        self._tasks.start(self._sync_now(engine), "sync-now")
+
+    async def _sync_now(self, engine: Any) -> None:
+        if not hasattr(engine, "sync_now"):
+            # WORKAROUND: until SyncEngine.sync_now() lands (helper "engine"): ask for a
+            # flush and a pull, and say only that it was asked.
+            engine.wake(reconcile=True)
+            self._syncing_now = False
+            self.message.emit("Syncing now…")
+            self._changed()
+            return
+        try:
+            report = await engine.sync_now()
+        finally:
+            self._syncing_now = False
+            self._changed()
+        if not report.problem:
+            self._synced(self._clock())
+        self.message.emit(report_in_words(report))
+        self._changed()
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _synced(self, at: float | None) -> None:
+        if at is not None and (self._last_sync is None or at > self._last_sync):
+            self._last_sync = at
+
+    def _set_depth(self, depth: dict[str, Any]) -> None:
+        depth = dict(depth)
+        self._set_oldest(depth.pop("oldest_pending_age_s", None))
+        self._depth = {k: int(v) for k, v in depth.items()}
 
     def _set_oldest(self, age: float | None) -> None:
         self._oldest_age = age
-        self._oldest_seen_at = time.time()
+        self._oldest_seen_at = self._clock()
+
+    def _changed(self) -> None:
+        """Tell QML, and plan the next re-wording of the ages shown."""
+        self.changed.emit()
+        now = self._clock()
+        ages = [now - self._last_sync] if self._last_sync is not None else []
+        if self.pendingCount and self._oldest_age is not None:
+            ages.append(self._oldest_age + (now - self._oldest_seen_at))
+        if not ages:
+            self._tick.stop()
+            return
+        youngest = min(ages)
+        # Seconds tick every second; minutes are re-worded within 10 s of changing.
+        self._tick.start(1000 if youngest < 60 else 10_000)
 
     # -- outputs ----------------------------------------------------------------------------
 
@@ -138,8 +217,7 @@ class StatusBarViewModel(QObject):
 
     @Property(str, notify=changed)
     def connectivityText(self) -> str:
-        text = _CONNECTIVITY_TEXT.get(self._connectivity, self._connectivity)
-        return text
+        return CONNECTIVITY_WORDS.get(self._connectivity, self._connectivity)
 
     @Property(str, notify=changed)
     def reason(self) -> str:
@@ -165,9 +243,9 @@ class StatusBarViewModel(QObject):
         noun = "change" if n == 1 else "changes"
         oldest = self._oldest_age
         if oldest is None:
-            return f"{n} {noun} waiting"
-        age = oldest + (time.time() - self._oldest_seen_at)
-        return f"{n} {noun} waiting, oldest {ago(age)}"
+            return f"{number(n)} {noun} waiting"
+        age = oldest + (self._clock() - self._oldest_seen_at)
+        return f"{number(n)} {noun} waiting, oldest {ago(age)}"
 
     @Property(str, notify=changed)
     def attentionText(self) -> str:
@@ -175,31 +253,43 @@ class StatusBarViewModel(QObject):
         parts = []
         failed, conflicts = self.failedCount, self.conflictCount
         if failed:
-            parts.append(f"{failed} failed {'change' if failed == 1 else 'changes'}")
+            parts.append(f"{number(failed)} failed {'change' if failed == 1 else 'changes'}")
         if conflicts:
-            parts.append(f"{conflicts} {'conflict' if conflicts == 1 else 'conflicts'}")
+            parts.append(f"{number(conflicts)} {'conflict' if conflicts == 1 else 'conflicts'}")
         return " and ".join(parts) + " need you" if parts else ""
 
     @Property(str, notify=changed)
     def lastSyncText(self) -> str:
-        if self._last_sync is None:
-            return "Never synced"
-        return f"Last sync {ago(time.time() - self._last_sync)}"
+        return last_synced(self._last_sync, self._clock())
+
+    @Property(bool, notify=changed)
+    def syncingNow(self) -> bool:
+        """True while "Sync now" runs (its button waits for the answer)."""
+        return self._syncing_now
 
     @Property(bool, notify=changed)
     def syncing(self) -> bool:
         done, total, phase = self._progress
-        return phase not in ("idle", "") and total > 0
+        return phase == "pull" or (phase == "flush" and total > 0)
+
+    @Property(bool, notify=changed)
+    def progressDeterminate(self) -> bool:
+        """A flush knows how many it sends; a pull only counts what arrived."""
+        done, total, phase = self._progress
+        return phase == "flush" and total > 0
 
     @Property(str, notify=changed)
     def progressText(self) -> str:
         done, total, phase = self._progress
-        if phase in ("idle", "") or total <= 0:
-            return ""
-        verb = {"flush": "Sending", "pull": "Receiving", "revalidate": "Checking"}.get(phase, phase)
-        return f"{verb} {done} of {total}"
+        if phase == "flush" and total > 0:
+            return f"Sending {number(done)} of {number(total)}"
+        if phase == "pull":
+            if done <= 0:
+                return "Receiving changes…"
+            return f"Receiving {number(done)} {'change' if done == 1 else 'changes'}"
+        return ""
 
     @Property(float, notify=changed)
     def progressFraction(self) -> float:
-        done, total, _ = self._progress
-        return 0.0 if total <= 0 else min(1.0, done / total)
+        done, total, phase = self._progress
+        return 0.0 if phase != "flush" or total <= 0 else min(1.0, done / total)

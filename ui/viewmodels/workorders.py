@@ -107,12 +107,13 @@ class WorkOrderListModel(QAbstractListModel):
         connect(self._search_timer.timeout, self.reload)
         self._repaint_timer = QTimer(self, singleShot=True, interval=150)
         connect(self._repaint_timer.timeout, self.on_repaint_timer_timeout)
-        self._clock_timer = QTimer(self, interval=15_000)  # "retrying in 2 min" counts down
+        # "Retrying in 3 s" counts down every second, only while a loaded row shows it.
+        self._clock_timer = QTimer(self, interval=1000)
         connect(self._clock_timer.timeout, self.on_clock_timer_timeout)
-        self._clock_timer.start()
         bridge = services.bridge
         connect(bridge.recordsChanged, self.on_bridge_records_changed)
         connect(bridge.jobStateChanged, self.on_bridge_job_state_changed)
+        connect(bridge.opChanges, self.on_bridge_op_changes)
 
     # -- Qt model API -----------------------------------------------------------------------
 
@@ -217,6 +218,7 @@ class WorkOrderListModel(QAbstractListModel):
             self.endResetModel()
         self._set_total(total or 0)
         self._set_loading(False)
+        self._update_clock()
 
     async def _fetch_page(self, generation: int, offset: int) -> None:
         store, status = self._services.store, self._status or None
@@ -236,6 +238,7 @@ class WorkOrderListModel(QAbstractListModel):
         self._rows.extend(rows)
         self._states.update(states)
         self.endInsertRows()
+        self._update_clock()
 
     async def wait_idle(self) -> None:
         await self._tasks.wait_idle()
@@ -252,6 +255,12 @@ class WorkOrderListModel(QAbstractListModel):
             self._needs_reload = True
         self._dirty.update(entity_ids)
         self._repaint_timer.start()
+
+    def on_bridge_op_changes(
+        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
+    ) -> None:
+        if entity_ids:
+            self.on_bridge_records_changed(entity_ids)
 
     def on_bridge_job_state_changed(
         self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
@@ -271,15 +280,28 @@ class WorkOrderListModel(QAbstractListModel):
         if dirty:
             self._tasks.start(self._repaint(self._generation, sorted(dirty)), "repaint")
 
-    def on_clock_timer_timeout(self) -> None:
-        retrying = [
+    def _retrying_rows(self) -> list[int]:
+        return [
             i
             for i, row in enumerate(self._rows)
             if getattr(self._states.get(row["id"]), "retrying", 0)
         ]
+
+    def _update_clock(self) -> None:
+        if self._retrying_rows():
+            if not self._clock_timer.isActive():
+                self._clock_timer.start()
+        else:
+            self._clock_timer.stop()
+
+    def on_clock_timer_timeout(self) -> None:
+        retrying = self._retrying_rows()
+        if not retrying:
+            self._clock_timer.stop()
+        roles = [_ROLES["badgeText"], _ROLES["badgeDetail"]]
         for i in retrying:
             index = self.index(i)
-            self.dataChanged.emit(index, index, [_ROLES["badgeText"]])
+            self.dataChanged.emit(index, index, roles)
 
     async def _repaint(self, generation: int, entity_ids: list[str]) -> None:
         rows, states = await self._services.executor.run(
@@ -302,6 +324,7 @@ class WorkOrderListModel(QAbstractListModel):
                 self._states.pop(entity_id, None)
             index = self.index(i)
             self.dataChanged.emit(index, index)
+        self._update_clock()
 
     # -- helpers ----------------------------------------------------------------------------
 

@@ -1,0 +1,190 @@
+"""Core operations a person triggers (save, retry, give up, resolve, settings, export).
+
+Each write runs on the single-writer executor, returns its result, and publishes what it
+changed as one `OpChanges` event on the bus (Anki's ``OpChanges`` and
+``operation_did_execute``): the screens repaint from that one event instead of calling each
+other, and no screen writes to ``store.queue`` or ``store.db`` itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+from app.events import EventBus, OpChanges
+from app.pending_export import ExportSummary, export_pending
+from app.records import ValidationError, format_validation_error, validate_create, validate_patch
+from app.store.db import connection
+from app.store.errors import InvalidEditError, StoreError, storage_errors
+from app.store.settings import read_setting, write_setting
+from app.store.store import EditResult, Store
+from app.sync.conflicts import Choice, Conflicts
+
+__all__ = [
+    "SYNC_ON_METERED",
+    "Operations",
+    "check_payload",
+    "retry_failed",
+]
+
+T = TypeVar("T")
+Op = Literal["create", "update", "delete"]
+
+#: The settings key of "sync on metered connections" (on unless turned off).
+SYNC_ON_METERED = "ui.sync_on_metered"
+
+
+class Executor(Protocol):
+    """What `app.executor.StoreExecutor` offers: blocking store calls, one at a time."""
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+
+def check_payload(payload: Any) -> dict[str, Any]:
+    """An edited job payload checked with the server's rules: ``{"op", "fields"}`` cleaned,
+    or InvalidEditError with a readable reason (nothing is written)."""
+    if not isinstance(payload, dict) or set(payload) - {"op", "fields"}:
+        raise InvalidEditError('Expected {"op": …, "fields": {…}} and nothing else')
+    op, fields = payload.get("op"), payload.get("fields", {})
+    if not isinstance(fields, dict):
+        raise InvalidEditError('"fields" must be an object')
+    try:
+        if op == "create":
+            clean = validate_create(fields)
+        elif op == "update":
+            clean = validate_patch(fields)
+            if not clean:
+                raise InvalidEditError("An edit needs at least one field")
+        elif op == "delete":
+            if fields:
+                raise InvalidEditError("A delete takes no fields")
+            clean = {}
+        else:
+            raise InvalidEditError(f"Unknown operation {op!r}: use create, update or delete")
+    except ValidationError as exc:
+        raise InvalidEditError(format_validation_error(exc)) from None
+    except ValueError as exc:
+        raise InvalidEditError(str(exc)) from None
+    return {"op": op, "fields": clean}
+
+
+def retry_failed(store: Store, job_id: int, payload: dict[str, Any] | None = None) -> str:
+    """Send a failed (dead or conflicted) change again; returns its idempotency key.
+
+    Unchanged, it keeps its key (the server may have applied it already); edited, it is a new
+    request with a new key, and the work order on this device shows the edited values at once,
+    as a fresh save would."""
+    clean = None if payload is None else check_payload(payload)
+    with storage_errors(store.path), store.db.atomic():
+        row = (
+            connection(store.db)
+            .execute("SELECT entity_key FROM jobs WHERE id = ?", (job_id,))
+            .fetchone()
+        )
+        if row is None:
+            raise StoreError(f"job {job_id} is not a dead or conflicted job")
+        key = store.queue.retry_dead(job_id, clean)
+        if clean is not None:
+            entity_id, now = str(row[0]), store.clock()
+            if clean["op"] == "create" and store.cache.server_snapshot(entity_id) is None:
+                store.cache.apply_local(entity_id, clean["fields"], now)
+            else:
+                store.cache.restore_visible(entity_id, now)
+    return key
+
+
+def _entity_of(store: Store, job_id: int) -> str | None:
+    with storage_errors(store.path):
+        row = (
+            connection(store.db)
+            .execute("SELECT entity_key FROM jobs WHERE id = ?", (job_id,))
+            .fetchone()
+        )
+    return None if row is None else str(row[0])
+
+
+def _save_setting(store: Store, key: str, value: str) -> None:
+    with storage_errors(store.path), store.db.atomic():
+        write_setting(store, key, value)
+
+
+def load_sync_on_metered(store: Store) -> bool:
+    """On unless the person turned it off. Blocking: run it on the executor."""
+    with storage_errors(store.path):
+        return read_setting(store, SYNC_ON_METERED) != "0"
+
+
+class Operations:
+    """The core writes the UI calls, each publishing its `OpChanges`."""
+
+    def __init__(self, store: Store, executor: Executor, events: EventBus) -> None:
+        self.store = store
+        self.executor = executor
+        self.events = events
+
+    def _publish(self, changes: OpChanges) -> None:
+        self.events.publish(changes)
+
+    async def save_edit(
+        self,
+        op: Op,
+        entity_id: str | None,
+        fields: dict[str, Any],
+        base_version: int | None = None,
+    ) -> EditResult:
+        """Save one change on this device and queue it (`Store.record_edit`)."""
+
+        def save() -> EditResult:
+            return self.store.record_edit(op, entity_id, fields, base_version=base_version)
+
+        result = await self.executor.run(save)
+        self._publish(OpChanges(frozenset({result.entity_id}), queue=True))
+        return result
+
+    async def retry_failed(self, job_id: int, payload: dict[str, Any] | None = None) -> str:
+        entity_id = await self.executor.run(_entity_of, self.store, job_id)
+        try:
+            return await self.executor.run(retry_failed, self.store, job_id, payload)
+        finally:
+            # Even a refused retry may have raced another change: repaint what it names.
+            ids = frozenset({entity_id}) if entity_id else frozenset()
+            self._publish(OpChanges(ids, queue=True, conflicts=True))
+
+    async def give_up(self, job_id: int) -> dict[str, Any]:
+        """Discard a failed or conflicted change (kept in the audit log)."""
+        entry: dict[str, Any] = await self.executor.run(Conflicts(self.store).give_up, job_id)
+        ids = frozenset({str(entry["entity_key"])})
+        self._publish(OpChanges(ids, queue=True, conflicts=True))
+        return entry
+
+    async def resolve_conflict(self, job_id: int, choice: Choice | dict[str, str]) -> str:
+        conflicts = Conflicts(self.store)
+        view = await self.executor.run(conflicts.get, job_id)
+        outcome: str = await self.executor.run(conflicts.resolve, job_id, choice)
+        self._publish(OpChanges(frozenset({view.entity_id}), queue=True, conflicts=True))
+        return outcome
+
+    async def escalate_conflict(self, job_id: int, note: str | None) -> None:
+        conflicts = Conflicts(self.store)
+        view = await self.executor.run(conflicts.get, job_id)
+        await self.executor.run(conflicts.escalate, job_id, note)
+        self._publish(OpChanges(frozenset({view.entity_id}), queue=True, conflicts=True))
+
+    async def set_sync_on_metered(self, enabled: bool) -> None:
+        await self.executor.run(_save_setting, self.store, SYNC_ON_METERED, "1" if enabled else "0")
+        self._publish(OpChanges(settings=True))
+
+    async def export_pending(self, path: Path) -> ExportSummary:
+        """Every unsent change as one JSON file (`app.pending_export`); changes nothing."""
+        return await self.executor.run(export_pending, self.store, path)
+
+
+def payload_from_text(text: str) -> dict[str, Any]:
+    """The "Details" JSON a person edited, parsed and checked (InvalidEditError if not)."""
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidEditError(f"Not valid JSON: {exc.msg} (line {exc.lineno})") from None
+    return check_payload(payload)
