@@ -197,7 +197,9 @@ def cmd_dead(args: argparse.Namespace) -> int:
                 edited = get_dead(store, args.id)
                 if edited is None:
                     raise UsageError(f"no dead job {args.id}")
-                payload = _edited_payload(edited.payload, parse_assignments(args.fields))
+                payload = _edited_payload(
+                    edited.entity_id, edited.payload, parse_assignments(args.fields)
+                )
             key = store.queue.retry_dead(args.id, payload)
             print(f"queued again (idempotency key {key})")
         elif args.action == "discard":
@@ -206,14 +208,21 @@ def cmd_dead(args: argparse.Namespace) -> int:
     return 0
 
 
-def _edited_payload(payload: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
-    from app.records import ValidationError, format_validation_error, validate_patch
+def _edited_payload(
+    entity_id: str, payload: dict[str, Any], fields: dict[str, Any]
+) -> dict[str, Any]:
+    """The dead job's payload with ``fields`` set, checked by the mutation contract."""
+    from app.mutations import validate_mutation
+    from app.records import ValidationError, format_validation_error
 
+    merged = {**payload.get("fields", {}), **fields}
     try:
-        clean = validate_patch(fields)
+        checked = validate_mutation(str(payload.get("op")), entity_id, merged)
     except ValidationError as exc:
         raise UsageError(format_validation_error(exc)) from None
-    return {**payload, "fields": {**payload.get("fields", {}), **clean}}
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return {**payload, "op": checked.op, "fields": checked.fields}
 
 
 def _dead_json(job: Any) -> dict[str, Any]:

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from app.events import EventBus, OpChanges
+from app.mutations import validate_mutation
 from app.pending_export import ExportSummary, export_pending
-from app.records import ValidationError, format_validation_error, validate_create, validate_patch
+from app.records import ValidationError, format_validation_error
 from app.store.db import connection
 from app.store.errors import InvalidEditError, StoreError, storage_errors
 from app.store.settings import read_setting, write_setting
@@ -51,23 +52,22 @@ def check_payload(payload: Any) -> dict[str, Any]:
     if not isinstance(fields, dict):
         raise InvalidEditError('"fields" must be an object')
     try:
-        if op == "create":
-            clean = validate_create(fields)
-        elif op == "update":
-            clean = validate_patch(fields)
-            if not clean:
-                raise InvalidEditError("An edit needs at least one field")
-        elif op == "delete":
-            if fields:
-                raise InvalidEditError("A delete takes no fields")
-            clean = {}
-        else:
-            raise InvalidEditError(f"Unknown operation {op!r}: use create, update or delete")
+        # The id is the job's: only the operation and its fields are the person's to edit.
+        checked = validate_mutation(str(op), _ANY_ID, fields)
     except ValidationError as exc:
         raise InvalidEditError(format_validation_error(exc)) from None
     except ValueError as exc:
-        raise InvalidEditError(str(exc)) from None
-    return {"op": op, "fields": clean}
+        raise InvalidEditError(_sentence(str(exc))) from None
+    return {"op": checked.op, "fields": checked.fields}
+
+
+#: Stands for the failed job's own id while its edited payload is checked.
+_ANY_ID = "00000000-0000-0000-0000-000000000000"
+
+
+def _sentence(reason: str) -> str:
+    """The contract's words (`app.mutations`) as a sentence on screen."""
+    return reason[:1].upper() + reason[1:]
 
 
 def retry_failed(store: Store, job_id: int, payload: dict[str, Any] | None = None) -> str:

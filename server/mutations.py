@@ -8,14 +8,15 @@ second guard that turns any such bug into a conflict instead of a lost update.
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import peewee as pw
 
-from app.records import EDITABLE_FIELDS, Mutation, ValidationError, validate_create, validate_patch
+from app import mutations as contract
+from app.mutations import BASE_FORBIDDEN_FOR_CREATE, BASE_REQUIRED
+from app.records import EDITABLE_FIELDS, Mutation, ValidationError
 from server.database import ChangeSequence, Store
 from server.idempotency import Reply
 from server.models import WorkOrderRow
@@ -75,36 +76,25 @@ def validation_detail(error: ValidationError | ValueError) -> Any:
 
 
 def validate_mutation(raw: Any) -> ValidMutation:
-    """Check the envelope and the fields of a mutation; raise `InvalidMutation` with details."""
+    """Check the envelope and the fields of a mutation; raise `InvalidMutation` with details.
+
+    The rules and their words are the contract's (`app.mutations`), the device's own."""
     try:
         mutation = Mutation.model_validate(raw)
     except ValidationError as error:
         raise InvalidMutation(validation_detail(error)) from None
-    entity_id = str(uuid.UUID(mutation.entity_id))
     if mutation.op == "create":
         if mutation.base_version is not None:
-            raise InvalidMutation("base_version must be null for create")
-        fields = _validated(validate_create, mutation.fields)
-    else:
-        if mutation.base_version is None:
-            raise InvalidMutation(f"base_version is required for {mutation.op}")
-        if mutation.op == "update":
-            if not mutation.fields:
-                raise InvalidMutation("update needs at least one field")
-            fields = _validated(validate_patch, mutation.fields)
-        else:
-            if mutation.fields not in ({}, {"deleted": True}):
-                raise InvalidMutation("delete takes no fields")
-            fields = {"deleted": True}
-    return ValidMutation(entity_id, mutation.op, mutation.base_version, fields)
-
-
-def _validated(validator: Any, fields: dict[str, Any]) -> dict[str, Any]:
+            raise InvalidMutation(BASE_FORBIDDEN_FOR_CREATE)
+    elif mutation.base_version is None:
+        raise InvalidMutation(BASE_REQUIRED.format(op=mutation.op))
     try:
-        result: dict[str, Any] = validator(fields)
+        checked = contract.validate_mutation(mutation.op, mutation.entity_id, mutation.fields)
     except (ValidationError, ValueError) as error:
         raise InvalidMutation(validation_detail(error)) from None
-    return result
+    assert checked.entity_id is not None  # the envelope requires one
+    fields = checked.fields if checked.op == "create" else checked.intended()
+    return ValidMutation(checked.entity_id, checked.op, mutation.base_version, fields)
 
 
 #: The fields of a work order on the wire, in order (`seq` stays on the server).

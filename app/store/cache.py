@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import peewee as pw
 
+from app.mutations import intended_fields
 from app.records import EDITABLE_FIELDS
 from app.store.db import connection
 from app.store.errors import storage_errors
@@ -167,9 +168,7 @@ class WorkOrderCache:
             return  # a create still queued holds the fields already
         visible = dict(zip(EDITABLE_FIELDS, _visible_values(orjson.loads(row[0])), strict=True))
         for payload in queued:
-            visible.update(payload.get("fields", {}))
-            if payload.get("op") == "delete":
-                visible["deleted"] = True
+            visible.update(intended_fields(payload))
         self.apply_local(entity_id, visible, now)
 
     def apply_local(self, entity_id: str, fields: dict[str, Any], now: float) -> None:

@@ -14,12 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from app.records import (
-    ValidationError,
-    format_validation_error,
-    validate_create,
-    validate_patch,
-)
+from app.mutations import UPDATE_NEEDS_FIELDS, validate_mutation
+from app.records import ValidationError, format_validation_error
 from app.store.cache import WorkOrderCache
 from app.store.db import DB_FILENAME, WriteTransaction, open_database
 from app.store.errors import InvalidEditError, storage_errors
@@ -123,9 +119,10 @@ class Store:
             record = dict(record)
             given = record.pop("id", None)
             try:
-                entity_id = _canonical_id(str(given)) if given else str(uuid.uuid4())
-                checked.append((entity_id, validate_create(record)))
-            except (ValidationError, ValueError, InvalidEditError) as exc:
+                create = validate_mutation("create", str(given) if given else None, record)
+                entity_id = create.entity_id or str(uuid.uuid4())
+                checked.append((entity_id, create.fields))
+            except (ValidationError, ValueError) as exc:
                 raise InvalidEditError(f"{where}: {_reason(exc)}") from None
             if given:
                 if entity_id in named:
@@ -158,67 +155,46 @@ class Store:
         now = self.clock()
         fresh_id = False
         try:
-            if op == "create":
-                if entity_id:
-                    entity_id = _canonical_id(entity_id)
-                    if self.cache.exists(entity_id):
-                        raise InvalidEditError(f"work order {entity_id} already exists")
-                else:
-                    # A fresh UUID4 is well formed and (the primary key enforces it) new.
-                    entity_id = str(uuid.uuid4())
-                    fresh_id = True
-                clean = validate_create(fields)
-                self.cache.insert_local(entity_id, clean, now)
-                payload_fields = clean
-            elif op in ("update", "delete"):
-                if not entity_id:
-                    raise InvalidEditError(f"{op} needs a work-order id")
-                entity_id = _canonical_id(entity_id)
-                current = self.cache.get(entity_id)
-                if current is None:
-                    raise InvalidEditError(f"no work order {entity_id} on this device")
-                if current["deleted"]:
-                    raise InvalidEditError(f"work order {entity_id} is deleted")
-                if op == "update":
-                    clean = validate_patch(fields)
-                    if not clean:
-                        raise InvalidEditError("nothing to change: give at least one field")
-                else:
-                    if fields:
-                        raise InvalidEditError("delete takes no fields")
-                    clean = {"deleted": True}
-                if base_version is None:
-                    base_version = current["server_version"]
-                self.cache.apply_local(entity_id, clean, now)
-                payload_fields = clean if op == "update" else {}
-            else:
-                raise InvalidEditError(f"unknown operation {op!r}")
+            if op == "update" and not fields and entity_id:
+                # The contract's word, with what it means for the person at the device.
+                raise InvalidEditError(f"nothing to change: {UPDATE_NEEDS_FIELDS}")
+            checked = validate_mutation(op, entity_id, fields)
         except (ValidationError, ValueError) as exc:
             raise InvalidEditError(_reason(exc)) from None
+        entity_id = checked.entity_id
+        if checked.op == "create":
+            if entity_id is None:
+                # A fresh UUID4 is well formed and (the primary key enforces it) new.
+                entity_id = str(uuid.uuid4())
+                fresh_id = True
+            elif self.cache.exists(entity_id):
+                raise InvalidEditError(f"work order {entity_id} already exists")
+            self.cache.insert_local(entity_id, checked.fields, now)
+        else:
+            assert entity_id is not None
+            current = self.cache.get(entity_id)
+            if current is None:
+                raise InvalidEditError(f"no work order {entity_id} on this device")
+            if current["deleted"]:
+                raise InvalidEditError(f"work order {entity_id} is deleted")
+            if base_version is None:
+                base_version = current["server_version"]
+            self.cache.apply_local(entity_id, checked.intended(), now)
         job_id = self.queue.enqueue(
             TOPIC_WORK_ORDERS,
-            {"op": op, "fields": payload_fields},
+            {"op": checked.op, "fields": checked.fields},
             entity_id,
             priority=priority,
             base_version=base_version,
             new_entity=fresh_id,
         )
-        return EditResult(entity_id=entity_id, job_id=job_id, op=op)
+        return EditResult(entity_id=entity_id, job_id=job_id, op=checked.op)
 
     # -- reads -------------------------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
         with storage_errors(self.path):
             return queue_stats(self.db, self.path, self.clock())
-
-
-def _canonical_id(value: str) -> str:
-    """A work-order id as the server writes it (lowercase, hyphenated): one work order is one
-    id however it was typed, or ``{ABC…}`` and ``abc…`` would be two rows here."""
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        raise InvalidEditError(f"{value!r} is not a work-order id (a UUID)") from None
 
 
 def _reason(exc: Exception) -> str:

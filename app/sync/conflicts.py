@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app.mutations import intended_fields
 from app.records import EDITABLE_FIELDS, printable
 from app.store.cache import apply_server_record
 from app.store.db import connection
@@ -248,8 +249,7 @@ class Conflicts:
                 if resent.rowcount != 1:
                     raise InvalidEditError(f"job {job_id} is no longer in conflict")
                 local = {k: v for k, v in final.items() if k in EDITABLE_FIELDS}
-                if payload["op"] == "delete":
-                    local["deleted"] = True
+                local.update(intended_fields(payload))
                 self.store.cache.apply_local(view.entity_id, local, now)
                 outcome = "resent"
             conn.execute(
@@ -363,7 +363,7 @@ class Conflicts:
             return
         payload = json.loads(after[1])
         op = str(payload.get("op"))
-        mine = payload.get("fields", {}) if op != "delete" else {"deleted": True}
+        mine = intended_fields(payload)
         seen = self._seen_before(given_up)
         touched = EDITABLE_FIELDS if op == "delete" else tuple(mine)
         if seen is not None and all(seen.get(f) == server.get(f) for f in touched):
@@ -397,7 +397,7 @@ class Conflicts:
         if row is not None and row[0]:
             return dict(json.loads(row[0]))
         if given_up["payload"].get("op") == "create":
-            return dict(given_up["payload"].get("fields", {}))
+            return intended_fields(given_up["payload"])
         return None
 
     def escalation_refused(self, job_id: int, problem: str) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.credentials import scrub
+from app.mutations import intended_fields
 from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
 from app.store.db import connection
@@ -238,7 +239,7 @@ def _conflict(
         report.tally["conflicts_already_applied"] += 1
         return
     base = store.cache.server_snapshot(job.entity_key) if op != "create" else None
-    mine = fields if op != "delete" else {"deleted": True}
+    mine = intended_fields(mutation)
     merge_base = base
     if base is not None and base.get("version") != mutation["base_version"]:
         # A pull moved the cached snapshot past the version this edit was made on (while it

@@ -2,8 +2,8 @@
 
 Save writes the cache and enqueues the job in one transaction (the core operation
 `Operations.save_edit`), offline or not; the row's badge turns "pending" at once because the
-operation's OpChanges names the record. Validation uses `app.records`, the same module the
-server validates with.
+operation's OpChanges names the record. Validation uses the mutation contract
+(`app.mutations`), as the store and the server do.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from app.records import ValidationError, validate_create, validate_patch
+from app.mutations import validate_mutation
+from app.records import ValidationError
 from app.store.deadletters import EntityJobState, job_states
 from app.store.errors import InvalidEditError, StoreError
 from app.store.store import Store
@@ -276,8 +277,12 @@ class EditorViewModel(QObject):
 
     def _validate(self) -> dict[str, Any] | None:
         fields = self._changed_fields()
+        op = "create" if self.isNew else "update"
+        if op == "update" and not fields:
+            self._errors = {}
+            return {}  # "Nothing changed." at save, not an error while typing
         try:
-            clean = validate_create(fields) if self.isNew else validate_patch(fields)
+            clean = validate_mutation(op, self._entity_id or None, fields).fields
         except ValidationError as exc:
             self._errors = _field_errors(exc)
             return None
