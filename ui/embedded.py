@@ -61,9 +61,11 @@ async def start_embedded_server(data_dir: Path, executor: Executor) -> tuple[Any
     server = await asyncio.to_thread(start_server, db_url)
     account = embedded_account(data_dir)
     token = await executor.run(_stored_token, account)
-    if token and await asyncio.to_thread(_device_is_active, db_url, token):
-        log.info("embedded server: reusing this device's token from the keyring")
-        return server, token
+    if token:
+        active = await asyncio.to_thread(_device_is_active, db_url, token)
+        if active:
+            log.info("embedded server: reusing this device's token from the keyring")
+            return server, token
     name = f"this-device-{secrets.token_hex(3)}"
     token = await asyncio.to_thread(provision_device, db_url, name)
     try:

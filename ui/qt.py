@@ -10,10 +10,10 @@ from __future__ import annotations
 import ctypes
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
+from PySide6.QtCore import Property as _QtProperty
 from PySide6.QtCore import (
-    Property,
     QAbstractListModel,
     QByteArray,
     QCoreApplication,
@@ -42,6 +42,40 @@ try:  # QtNetwork is part of PySide6-Essentials, but a trimmed build may lack it
     from PySide6.QtNetwork import QNetworkInformation
 except ImportError:  # pragma: no cover
     QNetworkInformation = None  # type: ignore[assignment,misc]
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+
+    class TypedProperty(Generic[T]):
+        """What mypy sees of a Qt property: reading it on an instance gives its value."""
+
+        def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+        def __set__(self, obj: object, value: T) -> None: ...
+
+    @overload
+    def Property(
+        type_: object,
+        fget: Callable[[Any], T],
+        fset: Callable[[Any, T], None] | None = None,
+        *,
+        notify: Any = None,
+        constant: bool = False,
+    ) -> TypedProperty[T]: ...
+
+    @overload
+    def Property(
+        type_: object, *, notify: Any = None, constant: bool = False
+    ) -> Callable[[Callable[[Any], T]], TypedProperty[T]]: ...
+
+    def Property(type_: object, *args: Any, **kwargs: Any) -> Any: ...
+
+else:
+    # WORKAROUND: PySide6's stubs type a property read on an instance as `Property`, and
+    # its type argument as a Python type (not "QVariantMap"): mypy sees the typed view
+    # above, Qt gets the real class.
+    Property = _QtProperty
 
 #: Flags for `processEvents` (kept apart from the name qasync uses for its loop class).
 QEventLoopFlags = QEventLoop.ProcessEventsFlag
