@@ -15,7 +15,7 @@ from app.credentials import scrub
 from app.mutations import intended_fields
 from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
-from app.store.db import connection
+from app.store.db import WriteTransaction, connection
 from app.store.queue import ClaimedJob, Outcome
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
@@ -123,8 +123,10 @@ def apply_replies(
     queue = store.queue
     now = store.clock()
     successes: list[tuple[ClaimedJob, Reply, dict[str, Any]]] = []
-    with store.db.atomic():
-        conn = connection(store.db)
+    # WriteTransaction, not db.atomic(): on a full disk SQLite has already rolled back, and
+    # the error must leave as StorageFullError (the engine waits and says why), not as
+    # peewee's "cannot rollback" (which stopped the engine).
+    with WriteTransaction(store.db, store.path) as conn:
         for job, mutation, reply in results:
             report.entity_ids.add(job.entity_key)
             if isinstance(reply, TransientError):

@@ -256,7 +256,11 @@ class SyncEngine:
                 elapsed = time.monotonic() - last_sweep
                 wall = self.store.clock()
                 clock_moved = abs((wall - last_wall) - elapsed) > CLOCK_JUMP_S
-                await self.executor.run(self._periodic_sweep, clock_moved)
+                try:
+                    await self.executor.run(self._periodic_sweep, clock_moved)
+                except StorageConditionError as exc:
+                    await self._store_unavailable(exc)
+                    continue
                 last_sweep, last_wall = time.monotonic(), wall
             if self.auth_paused:
                 self._idle.set()
@@ -294,19 +298,26 @@ class SyncEngine:
                 await self._sleep(1.0)
                 continue
             except StorageConditionError as exc:
-                # Disk full, read-only, busy: the queue is intact; tell the person, try later.
-                self.last_error = str(exc)
-                log.warning("store unavailable: %s", exc)
-                self._idle.set()
-                await self._sleep(self.config.sweep_interval_s)
+                await self._store_unavailable(exc)
                 continue
             if self._metrics_dirty:
+                try:
+                    await self.executor.run(self.metrics.save, self.store)
+                except StorageConditionError as exc:
+                    await self._store_unavailable(exc)
+                    continue
                 self._metrics_dirty = False
-                await self.executor.run(self.metrics.save, self.store)
             if self._queue_dirty:
                 await self._publish_queue(force=True)
             self._idle.set()
             await self._sleep(await self._until_next_due())
+
+    async def _store_unavailable(self, exc: StorageConditionError) -> None:
+        """Disk full, read-only, busy: the queue is intact; tell the person, try later."""
+        self.last_error = str(exc)
+        log.warning("store unavailable: %s", exc)
+        self._idle.set()
+        await self._sleep(self.config.sweep_interval_s)
 
     def _may_use_network(self) -> bool:
         if not self.connectivity.may_send:
@@ -473,7 +484,11 @@ class SyncEngine:
         if self._in_flight:
             jobs = [job for batch in self._in_flight for job in batch]
             self._in_flight = []
-            await self.executor.run(self.store.queue.release, jobs)
+            try:
+                await self.executor.run(self.store.queue.release, jobs)
+            except StorageConditionError as exc:
+                # Disk full at stop: the leases run out and the next start takes them back.
+                log.warning("could not release leases: %s", exc)
 
     # -- reconcile, probe, state ------------------------------------------------------------
 
