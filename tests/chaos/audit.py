@@ -10,6 +10,9 @@ versions, and one idempotency row per (device, key) holding the status of its si
                 1 + the number of applied updates the idempotency rows record
     stranded    a job still leased, or pending but not waiting behind a conflicted or dead
                 edit of the same work order, after the final clean sync
+    wrong value a field on the server that does not hold the value of the last acknowledged
+                job that set it (`check_values`): every edit writes a marker unique to it, so
+                an edit applied out of order, twice over a later one, or half, shows here
 """
 
 from __future__ import annotations
@@ -21,9 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.records import EDITABLE_FIELDS
+from app.records import EDITABLE_FIELDS, validate_create, validate_patch
 
-__all__ = ["Audit", "DeviceState", "ServerState", "audit", "read_device", "read_server"]
+__all__ = [
+    "Audit",
+    "DeviceState",
+    "ServerState",
+    "audit",
+    "check_values",
+    "read_device",
+    "read_server",
+]
 
 
 @dataclass
@@ -32,6 +43,10 @@ class ServerState:
     device_ids: dict[str, int]
     #: (device id, key) -> (status code, entity id or None)
     effects: dict[tuple[int, str], tuple[int | None, str | None]]
+    #: (device id, key) -> the record the server answered with (200/201 effects only)
+    answered: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
+    #: keys whose claim is still `processing` (a request in flight, or abandoned by a crash)
+    in_use: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -53,6 +68,9 @@ class Audit:
     stranded: list[str] = field(default_factory=list)
     unexplained: list[str] = field(default_factory=list)
     diverged: list[str] = field(default_factory=list)
+    wrong_values: list[str] = field(default_factory=list)
+    #: Fields compared with the last acknowledged job that set them (`check_values`).
+    values_checked: int = 0
     intended: int = 0
     applied: int = 0
     conflicts: int = 0
@@ -65,12 +83,17 @@ class Audit:
     @property
     def ok(self) -> bool:
         return not (
-            self.lost or self.duplicated or self.stranded or self.unexplained or self.diverged
+            self.lost
+            or self.duplicated
+            or self.stranded
+            or self.unexplained
+            or self.diverged
+            or self.wrong_values
         )
 
     def problems(self) -> str:
         parts = []
-        for name in ("lost", "duplicated", "stranded", "unexplained", "diverged"):
+        for name in ("lost", "duplicated", "stranded", "unexplained", "diverged", "wrong_values"):
             items = getattr(self, name)
             if items:
                 parts.append(f"{name} ({len(items)}): " + "; ".join(items[:10]))
@@ -89,19 +112,26 @@ def read_server(db_path: Path) -> ServerState:
         records = {row["id"]: dict(row) for row in conn.execute("SELECT * FROM work_order")}
         devices = {row["name"]: row["id"] for row in conn.execute("SELECT id, name FROM device")}
         effects: dict[tuple[int, str], tuple[int | None, str | None]] = {}
+        answered: dict[tuple[int, str], dict[str, Any]] = {}
+        in_use: list[tuple[int, str]] = []
         for row in conn.execute(
             "SELECT device_id, key, state, status_code, response_body FROM idempotency_key"
         ):
+            where = (row["device_id"], row["key"])
             entity = None
             if row["response_body"]:
                 body = json.loads(row["response_body"])
                 record = body.get("record") or body.get("current") or {}
                 entity = record.get("id")
+                if row["status_code"] in (200, 201) and body.get("record"):
+                    answered[where] = body["record"]
             status = row["status_code"] if row["state"] == "done" else None
-            effects[(row["device_id"], row["key"])] = (status, entity)
+            if row["state"] != "done":
+                in_use.append(where)
+            effects[where] = (status, entity)
     finally:
         conn.close()
-    return ServerState(records, devices, effects)
+    return ServerState(records, devices, effects, answered, in_use)
 
 
 def read_device(name: str, data_dir: Path) -> DeviceState:
@@ -241,4 +271,59 @@ def _compare_cache(server: ServerState, device: DeviceState, result: Audit) -> N
             if mine != theirs:
                 result.diverged.append(
                     f"{device.name} {entity}.{name}: device {mine!r} != server {theirs!r}"
+                )
+
+
+def _normal(name: str, value: Any) -> Any:
+    return bool(value) if name == "deleted" else value
+
+
+def check_values(server: ServerState, devices: list[DeviceState], result: Audit) -> None:
+    """Replay every acknowledged job in the order the server applied it (the version its
+    answer carried) and compare each field of each record, and each stored answer, with it.
+
+    Only done jobs whose key the server applied (200/201) count: those are the edits the
+    device was told took effect. A field no job set holds the create's default."""
+    applied: dict[str, list[tuple[int, str, dict[str, Any], str, dict[str, Any]]]] = {}
+    for device in devices:
+        device_id = server.device_ids[device.name]
+        for job in device.jobs:
+            where = (device_id, job["idempotency_key"])
+            record = server.answered.get(where)
+            if job["status"] != "done" or record is None:
+                continue
+            payload = json.loads(job["payload"])
+            label = f"{device.name} job {job['id']} ({payload['op']})"
+            applied.setdefault(str(record["id"]), []).append(
+                (int(record["version"]), payload["op"], payload.get("fields") or {}, label, record)
+            )
+    for entity, record in server.records.items():
+        history = sorted(applied.get(entity, []), key=lambda step: step[0])
+        if not history or history[0][1] != "create":
+            result.wrong_values.append(f"{entity}: no acknowledged create")
+            continue
+        expected: dict[str, Any] = {}
+        setter: dict[str, str] = {}
+        for version, op, fields, label, answer in history:
+            if op == "create":
+                changes = validate_create(fields)
+            elif op == "update":
+                changes = validate_patch(fields)
+            else:
+                changes = {"deleted": True}
+            expected.update(changes)
+            setter.update(dict.fromkeys(changes, label))
+            for name, value in expected.items():
+                if _normal(name, answer[name]) != _normal(name, value):
+                    result.wrong_values.append(
+                        f"{entity} v{version}.{name}: answered {answer[name]!r}, "
+                        f"expected {value!r} from {setter[name]}"
+                    )
+        for name in EDITABLE_FIELDS:
+            result.values_checked += 1
+            if _normal(name, record[name]) != _normal(name, expected.get(name)):
+                result.wrong_values.append(
+                    f"{entity}.{name} on the server {record[name]!r}, but the last "
+                    f"acknowledged job that set it ({setter.get(name)}) wrote "
+                    f"{expected.get(name)!r}"
                 )

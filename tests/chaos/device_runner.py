@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import random
 import sqlite3
@@ -43,10 +44,10 @@ INTENT_LOG = "intents.log"
 QUEUE = QueueConfig(lease_seconds=6.0, backoff=BackoffPolicy(initial=0.1, base=2.0, cap=2.0))
 
 
-def sync_config(server: str, rng: random.Random) -> SyncConfig:
+def sync_config(server: str, rng: random.Random, batch_size: int | None = None) -> SyncConfig:
     return SyncConfig(
         server_url=server,
-        batch_size=rng.choice((1, 3, 10)),
+        batch_size=batch_size or rng.choice((1, 3, 10)),
         request_rate=50.0,
         request_burst=20.0,
         reconnect_jitter_s=0.3,
@@ -142,7 +143,8 @@ async def main_async(args: argparse.Namespace) -> int:
 
         with Store(data_dir, queue_config=QUEUE) as store:
             token = os.environ["FIELDSYNC_TOKEN"]
-            engine = SyncEngine(store, sync_config(args.server, rng), token=lambda: token, rng=rng)
+            config = sync_config(args.server, rng, args.batch_size)
+            engine = SyncEngine(store, config, token=lambda: token, rng=rng)
             start = resume_index(read_log(log_path), job_count(store.path), append)
             if args.final:
                 start = len(plan)
@@ -184,6 +186,9 @@ def main() -> int:
     parser.add_argument("--pace", type=float, default=0.2, help="max pause between edits (s)")
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--final", action="store_true", help="no edits: deliver, pull, stop")
+    parser.add_argument("--batch-size", type=int, default=None, help="default: seeded choice")
+    # The engine's warnings (why it cannot deliver or store) are what the tests read.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     return asyncio.run(main_async(parser.parse_args()))
 
 

@@ -1,17 +1,21 @@
-"""Small helpers shared by the chaos tests: devices, CLI runs, figures."""
+"""Small helpers shared by the chaos tests: devices, CLI runs, a disk that fills, figures."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from server.embedded import provision_device
 
+REPO = Path(__file__).resolve().parents[2]
 FIGURES_ENV = "FIELDSYNC_CHAOS_FIGURES"
 
 
@@ -47,6 +51,107 @@ def add_device(db_url: str, name: str, role: str = "worker") -> str:
 
 def new_id() -> str:
     return str(uuid.uuid4())
+
+
+class Device:
+    """One `tests.chaos.device_runner` process at a time for a data dir; SIGKILL and restart.
+
+    Its output goes to `log_path` (default `runner.out` in the data dir; put it elsewhere when
+    the data dir sits on a disk the test fills)."""
+
+    def __init__(
+        self,
+        name: str,
+        root: Path,
+        token: str,
+        plan: list[dict[str, Any]],
+        seed: int,
+        *,
+        log_path: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.data_dir = root / name
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.token = token
+        self.plan_path = (log_path.parent if log_path else self.data_dir) / f"{name}-plan.json"
+        self.plan_path.write_text(json.dumps(plan))
+        self.log_path = log_path or self.data_dir / "runner.out"
+        self.seed = seed
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        self.setup_jobs = 0
+
+    def start(self, server: str, pace: float, *extra: str) -> None:
+        out = self.log_path.open("ab")
+        env = {**os.environ, "FIELDSYNC_TOKEN": self.token, "PYTHONPATH": str(REPO)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.chaos.device_runner", "--data-dir", str(self.data_dir),
+             "--server", server, "--plan", str(self.plan_path), "--seed", str(self.seed),
+             "--pace", str(pace), "--timeout", "150", *extra],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        out.close()
+        self.starts += 1
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> bool:
+        """SIGKILL the runner if it still runs; True if it did."""
+        if not self.running():
+            return False
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(10)
+        return True
+
+    def wait(self, timeout: float) -> int:
+        assert self.process is not None
+        return self.process.wait(timeout)
+
+    def output(self, tail: int = 3000) -> str:
+        if not self.log_path.exists():
+            return ""
+        return self.log_path.read_text(errors="replace")[-tail:]
+
+
+# -- a disk that fills up ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, size_bytes: int) -> Iterator[Path]:
+    """A tmpfs of `size_bytes` mounted at `path` (needs root or CAP_SYS_ADMIN), so a full
+    disk is a real ENOSPC, as on a phone, not a file size limit (EFBIG)."""
+    path.mkdir(parents=True, exist_ok=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_bytes},mode=0700", "tmpfs", str(path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if mounted.returncode != 0:
+        raise PermissionError(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
+
+
+def fill_disk(directory: Path) -> Path:
+    """Write a file that takes every free byte of `directory`'s filesystem; return it."""
+    filler = directory / "filler.bin"
+    with filler.open("wb", buffering=0) as out:
+        for chunk in (1 << 20, 1 << 12, 1):
+            block = b"\0" * chunk
+            while True:
+                try:
+                    out.write(block)
+                except OSError as exc:
+                    if exc.errno != errno.ENOSPC:
+                        raise
+                    break
+    return filler
+
+
+# -- figures -------------------------------------------------------------------------------------
 
 
 def record_figures(name: str, figures: dict[str, Any]) -> None:

@@ -11,10 +11,7 @@ device's jobs table and cache. Seeded: the seed is printed with the replay comma
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -25,11 +22,10 @@ import pytest
 from app.store.store import Store
 from tests.chaos.audit import audit, read_device, read_server
 from tests.chaos.conftest import LARGE, SCALE
-from tests.chaos.helpers import add_device, record_figures, run_cli
+from tests.chaos.helpers import Device, add_device, record_figures, run_cli
 from tests.chaos.proxy import FaultProxy, RandomPlan
 from tests.support.serve import ServerProcess
 
-REPO = Path(__file__).resolve().parents[2]
 SHARED = 3
 TEXT_FIELDS = ("title", "notes", "site", "assignee")
 
@@ -62,43 +58,6 @@ def make_plan(rng: random.Random, name: str, edits: int, shared: list[str]) -> l
         else:
             plan.append({"op": "delete", "id": rng.choice(shared)})
     return plan
-
-
-class Device:
-    def __init__(self, name: str, root: Path, token: str, plan: list[dict[str, Any]], seed: int):
-        self.name = name
-        self.data_dir = root / name
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.token = token
-        self.plan_path = self.data_dir / "plan.json"
-        self.plan_path.write_text(json.dumps(plan))
-        self.seed = seed
-        self.process: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-        self.setup_jobs = 0
-
-    def start(self, server: str, pace: float, *extra: str) -> None:
-        out = (self.data_dir / "runner.out").open("ab")
-        env = {**os.environ, "FIELDSYNC_TOKEN": self.token, "PYTHONPATH": str(REPO)}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.chaos.device_runner", "--data-dir", str(self.data_dir),
-             "--server", server, "--plan", str(self.plan_path), "--seed", str(self.seed),
-             "--pace", str(pace), "--timeout", "150", *extra],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        out.close()
-        self.starts += 1
-
-    def kill(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            return False
-        self.process.kill()
-        self.process.wait(10)
-        return True
-
-    def output(self) -> str:
-        return (self.data_dir / "runner.out").read_text(errors="replace")[-3000:]
 
 
 def _setup(server: ServerProcess, devices: list[Device], rng: random.Random) -> list[str]:
