@@ -1,18 +1,25 @@
-"""Make the AppStream screenshots with the app's own --screenshot mode, from real data.
+"""Make the README and AppStream screenshots with the app's own --screenshot mode, from real data.
 
-Two devices sync through an embedded server and edit the same work order, so the conflict
-page shows a conflict the sync engine really captured. Run: .venv/bin/python
-scripts/make_screenshots.py [OUT_DIR] (default resources/screenshots).
+Two devices sync through an embedded server and edit the same work order, so the conflict page
+shows a conflict the sync engine really captured. One more edit is marked refused the way the
+engine marks a 422 (the reference server accepts every valid edit, so it cannot be provoked),
+so the failed-changes page has something to show.
+
+Every page at 360x720 and 1280x800, light and dark, goes to OUT_DIR/<size>-<theme>/<page>.png;
+the AppStream ones (list, editor, conflict at 360x720, light) are copied to OUT_DIR/<page>.png.
+Run: .venv/bin/python scripts/make_screenshots.py [OUT_DIR] (default resources/screenshots).
 """
 
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from app.store.queue import Outcome
 from app.store.store import Store
 from app.sync.engine import SyncConfig, SyncEngine
 from server.embedded import start_server
@@ -25,6 +32,9 @@ ORDERS = [
     {"title": "Clean filter bank", "site": "Plant 1", "status": "done"},
     {"title": "Check backup generator", "site": "Hospital annex", "priority": "high"},
 ]
+SIZES = ["360x720", "1280x800"]
+THEMES = ["light", "dark"]
+APPSTREAM = ["list", "editor", "conflict"]
 
 
 def sync(store: Store, url: str, token: str) -> None:
@@ -34,43 +44,58 @@ def sync(store: Store, url: str, token: str) -> None:
         raise SystemExit("sync did not finish")
 
 
+def seed(tmp: Path, srv: object) -> Path:
+    """The phone's data dir: six synced work orders, a conflict, a pending and a failed edit."""
+    phone, office = tmp / "phone", tmp / "office"
+    phone_token, office_token = srv.add_device("phone-ana"), srv.add_device("office")  # type: ignore[attr-defined]
+    url = srv.base_url  # type: ignore[attr-defined]
+    with Store(phone) as store:
+        ids = [store.record_edit("create", fields=o).entity_id for o in ORDERS]
+        sync(store, url, phone_token)
+    with Store(office) as store:
+        sync(store, url, office_token)
+        store.record_edit("update", ids[0], {"notes": "Valve ordered, do not open"})
+        sync(store, url, office_token)
+    with Store(phone) as store:
+        store.record_edit("update", ids[0], {"notes": "Gasket replaced, valve works"})
+        store.record_edit("update", ids[2], {"notes": "Reading: 48213 kWh"})
+        sync(store, url, phone_token)
+        store.record_edit("update", ids[4], {"assignee": "Chris"})
+        (job,) = store.queue.claim("screenshots")
+        store.queue.dead(
+            job,
+            Outcome(error="validation_error: assignee: not a member of this team", http_status=422),
+        )
+        store.record_edit("update", ids[3], {"status": "in_progress"})
+    return phone
+
+
 def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "resources/screenshots")
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, start_server(f"sqlite:///{tmp}/server.db") as srv:
-        phone, office = Path(tmp) / "phone", Path(tmp) / "office"
-        phone_token, office_token = srv.add_device("phone-ana"), srv.add_device("office")
-        with Store(phone) as store:
-            ids = [store.record_edit("create", fields=o).entity_id for o in ORDERS]
-            sync(store, srv.base_url, phone_token)
-        with Store(office) as store:
-            sync(store, srv.base_url, office_token)
-            store.record_edit("update", ids[0], {"notes": "Valve ordered, do not open"})
-            sync(store, srv.base_url, office_token)
-        with Store(phone) as store:
-            store.record_edit("update", ids[0], {"notes": "Gasket replaced, valve works"})
-            store.record_edit("update", ids[2], {"notes": "Reading: 48213 kWh"})
-            sync(store, srv.base_url, phone_token)
-            store.record_edit("update", ids[3], {"status": "in_progress"})
-        for page in ("list", "editor", "conflict"):
-            target = out / f"{page}.png"
-            subprocess.run(
-                [
+        phone = seed(Path(tmp), srv)
+        for size in SIZES:
+            for theme in THEMES:
+                folder = out / f"{size}-{theme}"
+                folder.mkdir(exist_ok=True)
+                command = [
                     sys.executable,
                     "-m",
                     "ui.main",
                     "--data-dir",
                     str(phone),
                     "--screenshot",
-                    str(target),
+                    str(folder / "{page}.png"),
                     "--size",
-                    "360x720",
+                    size,
                     "--page",
-                    page,
-                ],
-                check=True,
-            )
-            print(target)
+                    "all",
+                ]
+                subprocess.run([*command, "--dark"] if theme == "dark" else command, check=True)
+                print(folder)
+    for page in APPSTREAM:
+        shutil.copyfile(out / "360x720-light" / f"{page}.png", out / f"{page}.png")
     return 0
 
 

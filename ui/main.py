@@ -1,8 +1,10 @@
 """`fieldsync-gui`: the Qt app on a qasync loop, with the sync engine and (by default) an
 embedded local server; or `--screenshot FILE` to render one page offscreen and exit.
 
-    fieldsync-gui [--data-dir DIR] [--server URL] [--dark]
-    fieldsync-gui --screenshot FILE [--size 360x720] [--page list|editor|conflict|dead|...]
+    fieldsync-gui [--data-dir DIR] [--server URL] [--dark] [--high-contrast]
+    fieldsync-gui --screenshot FILE [--size 360x720] [--page list|editor|conflict|dead|...|all]
+
+With `--page all`, FILE names each page with `{page}` (`shots/{page}.png`).
 """
 
 from __future__ import annotations
@@ -42,10 +44,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--data-dir", help="device data directory (default: XDG data dir)")
     parser.add_argument("--server", help="sync with this server instead of an embedded one")
     parser.add_argument("--dark", action="store_true", help="use a dark palette")
+    parser.add_argument(
+        "--high-contrast", action="store_true", help="black on white (white on black with --dark)"
+    )
     parser.add_argument("--screenshot", metavar="FILE", help="render a page to FILE and exit")
     parser.add_argument("--size", default="360x720", help="window size for --screenshot (WxH)")
-    parser.add_argument("--page", default="list", choices=sorted(PAGES), help="page to render")
+    parser.add_argument(
+        "--page", default="list", choices=[*sorted(PAGES), "all"], help="page to render"
+    )
     args = parser.parse_args(argv)
+    if args.screenshot and args.page == "all" and "{page}" not in args.screenshot:
+        parser.error("--page all needs {page} in the --screenshot file name")
     try:
         width, height = (int(n) for n in args.size.lower().split("x"))
     except ValueError:
@@ -107,18 +116,30 @@ async def _screenshot(args: argparse.Namespace, store: Store, executor: StoreExe
     services = Services(store=store, executor=executor, bridge=bridge)
     app_vm = AppViewModel(services)
     engine = QQmlApplicationEngine()
-    window = load_window(engine, app_vm, args.width, args.height, dark=args.dark or None)
+    window = load_window(
+        engine,
+        app_vm,
+        args.width,
+        args.height,
+        dark=args.dark or None,
+        high_contrast=args.high_contrast,
+    )
     app_vm.start()
     await app_vm.wait_idle()
-    await show_page(app_vm, args.page)
-    await asyncio.sleep(0.2)  # let the scene graph lay out the loaded page
-    image = window.grabWindow()
-    ok = image.save(str(args.screenshot))
+    pages = list(PAGES) if args.page == "all" else [args.page]
+    failed = []
+    for page in pages:
+        await show_page(app_vm, page)
+        await asyncio.sleep(0.3)  # let the scene graph lay out the loaded page
+        target = str(args.screenshot).replace("{page}", page)
+        if not window.grabWindow().save(target):
+            failed.append(target)
+        app_vm.open("list")
     await app_vm.aclose()
     window.close()
     del engine
-    if not ok:
-        print(f"fieldsync-gui: could not write {args.screenshot}", file=sys.stderr)
+    if failed:
+        print(f"fieldsync-gui: could not write {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 
@@ -187,7 +208,9 @@ async def _run(
 
     app_vm = AppViewModel(services, on_signed_in=on_signed_in)
     qml = QQmlApplicationEngine()
-    window = load_window(qml, app_vm, 1280, 800, dark=args.dark or None)
+    window = load_window(
+        qml, app_vm, 1280, 800, dark=args.dark or None, high_contrast=args.high_contrast
+    )
     app_vm.start()
     _watch_network(engine)
     if not holder.token:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from ui.qt import (
@@ -17,16 +18,29 @@ from ui.qt import (
 )
 from ui.viewmodels.app import AppViewModel
 
-__all__ = ["QML_DIR", "apply_palette", "load_window", "set_style"]
+__all__ = ["QML_DIR", "apply_palette", "icon_dir", "load_window", "set_style"]
 
 QML_DIR = Path(__file__).resolve().parent / "qml"
 
 
 def set_style() -> None:
-    """Fusion follows the application palette (the system's light or dark colours); a style
-    chosen by the platform or QT_QUICK_CONTROLS_STYLE wins. Call before the engine exists."""
+    """The Basic style, drawn by our own controls (ui/qml/Fs*.qml) from ui/qml/Theme.qml: the
+    lightest Qt Quick style, made to be customised, and it follows the application palette
+    (docs/look.md says why not Material). QT_QUICK_CONTROLS_STYLE still wins. Call before the
+    engine exists."""
     if not os.environ.get("QT_QUICK_CONTROLS_STYLE"):
-        QQuickStyle.setStyle("Fusion")
+        QQuickStyle.setStyle("Basic")
+
+
+def icon_dir() -> Path:
+    """resources/icons in a checkout, or share/fieldsync/icons where pip installed them."""
+    for candidate in (
+        Path(__file__).resolve().parents[1] / "resources" / "icons",
+        Path(sys.prefix) / "share" / "fieldsync" / "icons",
+    ):
+        if (candidate / "sync-synced.svg").is_file():
+            return candidate
+    raise RuntimeError("the sync-state icons are missing (resources/icons); reinstall Fieldsync")
 
 
 def _dark_palette() -> QPalette:
@@ -62,7 +76,41 @@ def _dark_palette() -> QPalette:
     return palette
 
 
-def apply_palette(app: QGuiApplication, dark: bool | None = None) -> None:
+def _high_contrast_palette(dark: bool) -> QPalette:
+    """Pure black on white (or white on black), the accent kept apart by hue alone."""
+    ink, paper = ("#ffffff", "#000000") if dark else ("#000000", "#ffffff")
+    accent = "#ffd400" if dark else "#0030c0"
+    palette = QPalette()
+    for role in (
+        QPalette.ColorRole.Window,
+        QPalette.ColorRole.Base,
+        QPalette.ColorRole.AlternateBase,
+        QPalette.ColorRole.Button,
+        QPalette.ColorRole.ToolTipBase,
+        QPalette.ColorRole.Light,
+        QPalette.ColorRole.Midlight,
+    ):
+        palette.setColor(role, QColor(paper))
+    for role in (
+        QPalette.ColorRole.WindowText,
+        QPalette.ColorRole.Text,
+        QPalette.ColorRole.ButtonText,
+        QPalette.ColorRole.ToolTipText,
+        QPalette.ColorRole.PlaceholderText,
+        QPalette.ColorRole.Mid,
+        QPalette.ColorRole.Dark,
+        QPalette.ColorRole.Shadow,
+    ):
+        palette.setColor(role, QColor(ink))
+    palette.setColor(QPalette.ColorRole.Highlight, QColor(accent))
+    palette.setColor(QPalette.ColorRole.HighlightedText, QColor(paper))
+    palette.setColor(QPalette.ColorRole.Link, QColor(accent))
+    return palette
+
+
+def apply_palette(
+    app: QGuiApplication, dark: bool | None = None, *, high_contrast: bool = False
+) -> None:
     """Dark when asked, or when the system prefers dark but the platform gave a light palette
     (offscreen, or a desktop without a Qt platform theme).
 
@@ -72,7 +120,9 @@ def apply_palette(app: QGuiApplication, dark: bool | None = None) -> None:
         prefers_dark = app.styleHints().colorScheme() == Qt.ColorScheme.Dark
         window = app.palette().color(QPalette.ColorRole.Window)
         dark = prefers_dark and window.lightnessF() > 0.5
-    if dark:
+    if high_contrast:
+        app.setPalette(_high_contrast_palette(bool(dark)))
+    elif dark:
         app.setPalette(_dark_palette())
 
 
@@ -83,8 +133,13 @@ def load_window(
     height: int,
     *,
     dark: bool | None = None,
+    high_contrast: bool = False,
 ) -> QQuickWindow:
     engine.addImportPath(str(QML_DIR))
+    # Read by Theme.qml; a trailing slash so QML can append a file name.
+    engine.rootContext().setContextProperty(
+        "fieldsyncIconDir", QUrl.fromLocalFile(str(icon_dir()) + "/").toString()
+    )
     engine.setInitialProperties({"app": app_vm, "width": width, "height": height})
     engine.load(QUrl.fromLocalFile(str(QML_DIR / "Main.qml")))
     roots = engine.rootObjects()
@@ -94,5 +149,5 @@ def load_window(
     assert isinstance(window, QQuickWindow)
     app = QGuiApplication.instance()
     assert isinstance(app, QGuiApplication)
-    apply_palette(app, dark)
+    apply_palette(app, dark, high_contrast=high_contrast)
     return window

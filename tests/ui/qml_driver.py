@@ -81,7 +81,8 @@ def overflowing(window: QQuickWindow) -> list[str]:
     for item in walk(window.contentItem()):
         if not item.isVisible() or item.width() <= 0 or not _shown(item):
             continue
-        left = item.mapToScene(item.boundingRect().topLeft()).x()
+        # The item's own left edge: a centred Text's boundingRect() starts where its text does.
+        left = item.mapToScene(item.boundingRect().topLeft()).x() - item.boundingRect().x()
         width = item.width()
         if item.metaObject().className().startswith("QQuickText"):
             # Elided or wrapped text lays out within its width; anything else may spill over.

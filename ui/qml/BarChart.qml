@@ -5,10 +5,12 @@ import QtQuick.Layouts
 
 ColumnLayout {
     id: chart
+    Accessible.role: Accessible.Chart
+    Accessible.name: labels.length > 0 ? labels.join(", ") : values.length + " values, at most " + maximum
     property var values: []
     property var labels: []
     property int maximum: 1
-    property color barColor: palette.highlight
+    property color barColor: Theme.accent
     readonly property bool allZero: {
         for (var i = 0; i < values.length; i++) {
             if (values[i] > 0)
@@ -24,7 +26,8 @@ ColumnLayout {
         Rectangle {
             anchors.fill: parent
             color: "transparent"
-            border.color: chart.palette.mid
+            border.color: Theme.divider
+            radius: Theme.radius / 2
         }
         Row {
             id: bars
@@ -48,11 +51,10 @@ ColumnLayout {
                 }
             }
         }
-        PlainLabel {
+        FsCaption {
             anchors.centerIn: parent
             visible: chart.allZero
             text: "No data yet"
-            color: chart.palette.placeholderText
         }
     }
     Row {
@@ -68,7 +70,7 @@ ColumnLayout {
                 horizontalAlignment: Text.AlignHCenter
                 elide: Text.ElideRight
                 text: modelData
-                font.pointSize: Qt.application.font.pointSize * 0.9
+                font.pixelSize: Theme.fontCaption
             }
         }
     }

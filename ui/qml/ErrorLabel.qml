@@ -1,9 +1,9 @@
-// A validation or failure message, red enough to notice on a light or a dark palette.
+// A validation or failure message, in the theme's error colour; hidden while empty.
 import QtQuick
-import QtQuick.Controls
 
-PlainLabel {
+FsLabel {
     wrapMode: Text.WordWrap
     visible: text !== ""
-    color: palette.window.hslLightness < 0.5 ? "#ff8a80" : "#b00020"
+    color: Theme.error
+    Accessible.role: Accessible.AlertMessage
 }

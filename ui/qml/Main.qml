@@ -12,45 +12,49 @@ ApplicationWindow {
     height: 800
     visible: true
     title: app.title + " — Fieldsync"
-    color: palette.window
+    color: Theme.window
+    font.pixelSize: Theme.fontBody
 
     header: ToolBar {
         objectName: "toolbar"
+        implicitHeight: Theme.controlHeight + Theme.spacingXs * 2
+        background: Rectangle {
+            color: Theme.surfaceRaised
+            FsDivider { anchors.bottom: parent.bottom; width: parent.width }
+        }
         RowLayout {
             anchors.fill: parent
-            anchors.leftMargin: 4
-            anchors.rightMargin: 4
-            spacing: 4
-            ToolButton {
+            anchors.leftMargin: Theme.spacingXs
+            anchors.rightMargin: Theme.spacingXs
+            spacing: Theme.spacingXs
+            FsToolButton {
                 objectName: "backButton"
-                text: "‹ Back"
+                text: "Back"
+                iconName: "back"
                 visible: window.app.canGoBack && !window.wide
-                implicitHeight: 44
                 onClicked: window.app.back()
             }
-            PlainLabel {
+            FsLabel {
                 objectName: "pageTitle"
                 text: window.wide && window.app.page === "list" ? "Fieldsync" : window.app.title
                 font.bold: true
-                font.pointSize: Qt.application.font.pointSize * 1.2
+                font.pixelSize: Theme.fontSubtitle
                 elide: Text.ElideRight
                 Layout.fillWidth: true
-                Layout.leftMargin: 8
+                Layout.leftMargin: Theme.spacingS
+                Accessible.role: Accessible.Heading
             }
-            ToolButton {
+            FsToolButton {
                 objectName: "newButton"
-                text: "+ New"
+                text: "New"
+                iconName: "add"
                 visible: window.wide || window.app.page === "list"
-                implicitHeight: 44
                 onClicked: window.app.newWorkOrder()
             }
-            ToolButton {
+            FsToolButton {
                 id: menuButton
                 objectName: "menuButton"
-                text: "☰"
-                font.pointSize: Qt.application.font.pointSize * 1.4
-                implicitHeight: 44
-                implicitWidth: 48
+                iconName: "menu"
                 onClicked: pageMenu.open()
                 Accessible.name: "Menu"
                 Menu {
@@ -58,19 +62,19 @@ ApplicationWindow {
                     y: menuButton.height
                     MenuItem {
                         text: "Work orders"
-                        implicitHeight: 44
+                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("list")
                     }
                     MenuItem {
                         objectName: "menuDead"
                         text: "Failed changes (" + window.app.status.failedCount + ")"
-                        implicitHeight: 44
+                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("dead")
                     }
                     MenuItem {
                         objectName: "menuConflicts"
                         text: "Conflicts (" + window.app.status.conflictCount + ")"
-                        implicitHeight: 44
+                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("conflict")
                     }
                     MenuItem {
@@ -78,25 +82,25 @@ ApplicationWindow {
                         text: "Review inbox"
                         visible: window.app.review.available
                         height: visible ? implicitHeight : 0
-                        implicitHeight: 44
+                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("review")
                     }
                     MenuItem {
                         objectName: "menuDiagnostics"
                         text: "Diagnostics"
-                        implicitHeight: 44
+                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("diagnostics")
                     }
                     MenuItem {
                         objectName: "menuSettings"
                         text: "Settings"
-                        implicitHeight: 44
+                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("settings")
                     }
                     MenuItem {
                         objectName: "menuSignIn"
                         text: "Sign in"
-                        implicitHeight: 44
+                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("signin")
                     }
                 }
@@ -122,9 +126,9 @@ ApplicationWindow {
         }
         Rectangle {
             visible: window.wide
-            color: window.palette.mid
+            color: Theme.divider
             Layout.fillHeight: true
-            Layout.preferredWidth: 1
+            Layout.preferredWidth: Theme.borderWidth
         }
         Loader {
             id: pageLoader
@@ -157,13 +161,13 @@ ApplicationWindow {
     Component {
         id: placeholderPage
         Pane {
-            PlainLabel {
+            background: Rectangle { color: Theme.window }
+            FsCaption {
                 anchors.centerIn: parent
-                width: parent.width - 32
+                width: parent.width - 2 * Theme.spacingXl
                 horizontalAlignment: Text.AlignHCenter
-                wrapMode: Text.WordWrap
-                text: "Choose a work order on the left, or press “+ New”."
-                color: window.palette.placeholderText
+                font.pixelSize: Theme.fontBody
+                text: "Choose a work order on the left, or press “New”."
             }
         }
     }
@@ -177,22 +181,24 @@ ApplicationWindow {
         z: 100
         visible: opacity > 0
         opacity: 0
-        radius: 6
-        color: window.palette.toolTipBase
-        border.color: window.palette.mid
-        width: Math.min(toastLabel.implicitWidth + 24, window.width - 32)
-        height: toastLabel.implicitHeight + 16
+        radius: Theme.radius
+        color: Theme.surfaceRaised
+        border.color: Theme.divider
+        border.width: Theme.borderWidth
+        Accessible.role: Accessible.AlertMessage
+        Accessible.name: text
+        width: Math.min(toastLabel.implicitWidth + 2 * Theme.spacingXl, window.width - 2 * Theme.pageMargin)
+        height: toastLabel.implicitHeight + 2 * Theme.spacingM
         x: (window.width - width) / 2
         y: parent.height - height - 12
         PlainLabel {
             id: toastLabel
             objectName: "toastText"
             anchors.centerIn: parent
-            width: parent.width - 24
+            width: parent.width - 2 * Theme.spacingXl
             text: toast.text
             wrapMode: Text.WordWrap
             horizontalAlignment: Text.AlignHCenter
-            color: window.palette.toolTipText
         }
         Behavior on opacity { NumberAnimation { duration: 150 } }
         Timer {

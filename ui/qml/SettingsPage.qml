@@ -3,50 +3,31 @@ import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
 
-Pane {
+FsPage {
     id: page
     objectName: "settingsPage"
     required property QtObject app
     readonly property QtObject vm: app.settings
+    maxWidth: 560
 
-    Flickable {
-        id: flick
-        anchors.fill: parent
-        contentWidth: width
-        contentHeight: column.implicitHeight + 16
-        flickableDirection: Flickable.VerticalFlick
-        boundsBehavior: Flickable.StopAtBounds
-        clip: true
-
-        ColumnLayout {
-            id: column
-            width: Math.min(flick.width, 560)
-            x: (flick.width - width) / 2
-            spacing: 8
-
-            Switch {
-                objectName: "meteredSwitch"
-                text: "Sync on metered connections"
-                checked: page.vm.syncOnMetered
-                implicitHeight: 44
-                Layout.fillWidth: true
-                onToggled: page.vm.setSyncOnMetered(checked)
-            }
-            PlainLabel {
-                text: page.vm.syncOnMetered
-                      ? "Edits are sent on mobile data too."
-                      : "On mobile data or a metered hotspot, edits wait on this device and are sent on the next unmetered network."
-                wrapMode: Text.WordWrap
-                color: page.palette.placeholderText
-                Layout.fillWidth: true
-            }
-            PlainLabel { text: "Data folder"; font.bold: true; Layout.topMargin: 8 }
-            PlainLabel {
-                objectName: "dataDirLabel"
-                text: page.vm.dataDir
-                wrapMode: Text.Wrap
-                Layout.fillWidth: true
-            }
-        }
+    FsSwitch {
+        objectName: "meteredSwitch"
+        text: "Sync on metered connections"
+        checked: page.vm.syncOnMetered
+        Layout.fillWidth: true
+        onToggled: page.vm.setSyncOnMetered(checked)
+    }
+    FsCaption {
+        text: page.vm.syncOnMetered
+              ? "Edits are sent on mobile data too."
+              : "On mobile data or a metered hotspot, edits wait on this device and are sent on the next unmetered network."
+        Layout.fillWidth: true
+    }
+    FsHeading { text: "Data folder"; Layout.topMargin: Theme.spacingS; Layout.fillWidth: true }
+    FsLabel {
+        objectName: "dataDirLabel"
+        text: page.vm.dataDir
+        wrapMode: Text.Wrap
+        Layout.fillWidth: true
     }
 }

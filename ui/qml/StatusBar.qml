@@ -1,4 +1,5 @@
-// Always visible: connection, what waits to be sent, last sync, progress and "Sync now".
+// Always visible: connection and last sync on one line; what needs a person, what is being
+// sent, or what waits on the second; "Sync now". Tap the words for the detail sheet.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -9,83 +10,104 @@ ToolBar {
     required property QtObject app
     readonly property QtObject vm: app.status
     position: ToolBar.Footer
+    topPadding: Theme.spacingXs
+    bottomPadding: Theme.spacingXs
+    leftPadding: Theme.spacingM
+    rightPadding: Theme.spacingXs
 
-    readonly property color stateColor: {
-        switch (vm.connectivity) {
-        case "online": return "#2e7d32"
-        case "offline": return "#757575"
-        case "paused": return "#757575"
-        case "degraded": return "#b45309"
-        case "unreachable": return "#b45309"
-        case "signed_out": return "#c62828"
-        default: return "#1565c0"
+    background: Rectangle {
+        color: Theme.surfaceRaised
+        FsDivider { anchors.top: parent.top; width: parent.width }
+        // The flush's progress as a thin bar along the top edge: it takes no line of text.
+        ProgressBar {
+            objectName: "syncProgressBar"
+            visible: bar.vm.syncing
+            indeterminate: !bar.vm.progressDeterminate
+            value: bar.vm.progressFraction
+            anchors.top: parent.top
+            width: parent.width
+            height: 4
+            Accessible.name: bar.vm.progressText
         }
     }
 
-    ColumnLayout {
+    function openSheet() { sheet.open() }
+
+    RowLayout {
         anchors.fill: parent
-        anchors.leftMargin: 8
-        anchors.rightMargin: 4
-        spacing: 2
-        RowLayout {
+        spacing: Theme.spacingS
+        SyncIcon {
+            kind: Theme.connectivityKind(bar.vm.connectivity)
+            Layout.alignment: Qt.AlignVCenter
+        }
+        ColumnLayout {
+            id: words
+            objectName: "statusWords"
             Layout.fillWidth: true
-            spacing: 8
-            Rectangle {
-                width: 12
-                height: 12
-                radius: 6
-                color: bar.stateColor
-            }
-            ColumnLayout {
+            spacing: 0
+            Accessible.role: Accessible.Button
+            Accessible.name: "Sync details"
+            Accessible.description: bar.vm.connectivityText + ". " + bar.vm.lastSyncText
+            Accessible.onPressAction: bar.openSheet()
+            TapHandler { onTapped: bar.openSheet() }
+            RowLayout {
                 Layout.fillWidth: true
-                spacing: 0
-                PlainLabel {
+                spacing: Theme.spacingS
+                FsLabel {
                     objectName: "connectivityLabel"
                     text: bar.vm.connectivityText
                     font.bold: true
                     elide: Text.ElideRight
-                    Layout.fillWidth: true
                 }
-                PlainLabel {
-                    objectName: "pendingLabel"
-                    text: bar.vm.pendingText + " · " + bar.vm.lastSyncText
-                    wrapMode: Text.WordWrap
-                    maximumLineCount: 2
+                FsLabel {
+                    objectName: "lastSyncLabel"
+                    text: bar.vm.lastSyncText
+                    color: Theme.textMuted
+                    font.pixelSize: Theme.fontCaption
                     elide: Text.ElideRight
                     Layout.fillWidth: true
                 }
-                ErrorLabel {
-                    // Failed changes and conflicts wait for a person: never "nothing waiting".
-                    objectName: "attentionLabel"
-                    text: bar.vm.attentionText
-                    font.bold: true
-                    Layout.fillWidth: true
-                    TapHandler {
-                        onTapped: bar.app.open(bar.vm.failedCount > 0 ? "dead" : "conflict")
-                    }
+            }
+            // The second line: what needs a person first, then what is moving, then what waits.
+            ErrorLabel {
+                // Failed changes and conflicts wait for a person: never "nothing waiting".
+                objectName: "attentionLabel"
+                text: bar.vm.attentionText
+                font.bold: true
+                wrapMode: Text.NoWrap
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+                TapHandler {
+                    onTapped: bar.app.open(bar.vm.failedCount > 0 ? "dead" : "conflict")
                 }
             }
-            Button {
-                objectName: "syncNowButton"
-                text: "Sync now"
-                enabled: !bar.vm.syncingNow
-                implicitHeight: 44
-                onClicked: bar.vm.syncNow()
-            }
-        }
-        RowLayout {
-            visible: bar.vm.syncing
-            Layout.fillWidth: true
-            ProgressBar {
-                objectName: "syncProgressBar"
-                indeterminate: !bar.vm.progressDeterminate
-                value: bar.vm.progressFraction
+            FsLabel {
+                objectName: "progressLabel"
+                visible: bar.vm.attentionText === "" && bar.vm.syncing
+                text: bar.vm.progressText
+                font.pixelSize: Theme.fontCaption
+                elide: Text.ElideRight
                 Layout.fillWidth: true
             }
-            PlainLabel {
-                objectName: "progressLabel"
-                text: bar.vm.progressText
+            FsLabel {
+                objectName: "pendingLabel"
+                visible: bar.vm.attentionText === "" && !bar.vm.syncing
+                text: bar.vm.pendingText
+                font.pixelSize: Theme.fontCaption
+                elide: Text.ElideRight
+                Layout.fillWidth: true
             }
         }
+        FsButton {
+            objectName: "syncNowButton"
+            text: "Sync now"
+            enabled: !bar.vm.syncingNow
+            onClicked: bar.vm.syncNow()
+        }
+    }
+
+    StatusSheet {
+        id: sheet
+        app: bar.app
     }
 }

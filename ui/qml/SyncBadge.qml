@@ -1,32 +1,35 @@
-// A work order's sync state as a coloured pill; white text on every colour, light or dark.
+// A work order's sync state as a pill: its icon and its word, white on the state's colour
+// (in high contrast, an outline in the text colour).
 import QtQuick
-import QtQuick.Controls
+import QtQuick.Layouts
 
 Rectangle {
     id: pill
     property string kind: "synced"
     property string text: ""
-    implicitWidth: label.implicitWidth + 16
-    implicitHeight: label.implicitHeight + 8
+    implicitWidth: row.implicitWidth + 2 * Theme.spacingS
+    implicitHeight: Math.max(28, row.implicitHeight + 2 * Theme.spacingXs)
     radius: height / 2
-    color: {
-        switch (kind) {
-        case "synced": return "#2e7d32"
-        case "pending": return "#8a5a00"
-        case "sending": return "#1565c0"
-        case "retrying": return "#a03c00"
-        case "conflict": return "#6a1b9a"
-        case "review": return "#455a64"
-        case "failed": return "#c62828"
-        default: return "#616161"
-        }
-    }
-    PlainLabel {
-        id: label
+    color: Theme.highContrast ? "transparent" : Theme.syncColor(kind)
+    border.width: Theme.highContrast ? 2 : 0
+    border.color: Theme.text
+    Accessible.role: Accessible.StaticText
+    Accessible.name: text
+
+    RowLayout {
+        id: row
         anchors.centerIn: parent
-        text: pill.text
-        color: "white"
-        font.bold: true
-        font.pointSize: Qt.application.font.pointSize * 0.9
+        width: Math.min(implicitWidth, pill.width - 2 * Theme.spacingS)
+        spacing: Theme.spacingXs
+        SyncIcon { kind: pill.kind; size: 18 }
+        FsLabel {
+            text: pill.text
+            color: Theme.highContrast ? Theme.text : Theme.onSyncColor(pill.kind)
+            font.bold: true
+            font.pixelSize: Theme.fontCaption
+            elide: Text.ElideRight
+            Layout.fillWidth: true
+            Accessible.ignored: true
+        }
     }
 }

@@ -8,39 +8,41 @@ Pane {
     required property QtObject app
     readonly property QtObject vm: app.workOrders
     padding: 0
+    background: Rectangle { color: Theme.window }
 
     ColumnLayout {
         anchors.fill: parent
         spacing: 0
         RowLayout {
             Layout.fillWidth: true
-            Layout.margins: 8
-            spacing: 8
-            TextField {
+            Layout.margins: Theme.spacingS
+            spacing: Theme.spacingS
+            FsTextField {
                 objectName: "searchField"
                 placeholderText: "Search title, site, person"
-                implicitHeight: 44
                 Layout.fillWidth: true
                 Layout.minimumWidth: 120
                 inputMethodHints: Qt.ImhNoPredictiveText
                 onTextEdited: pane.vm.search = text
+                Accessible.name: "Search"
+                Accessible.description: placeholderText
             }
-            ComboBox {
+            FsComboBox {
                 objectName: "statusFilter"
                 model: pane.vm.statusFilterLabels
-                implicitHeight: 44
                 Layout.preferredWidth: 130
                 onActivated: pane.vm.statusFilter = pane.vm.statusFilterValues[currentIndex]
                 Accessible.name: "Filter by status"
+                Accessible.description: displayText
             }
         }
-        PlainLabel {
+        FsCaption {
             objectName: "countLabel"
             text: pane.vm.total === 1 ? "1 work order" : pane.vm.total + " work orders"
-            color: pane.palette.placeholderText
-            Layout.leftMargin: 12
-            Layout.bottomMargin: 4
+            Layout.leftMargin: Theme.spacingM
+            Layout.bottomMargin: Theme.spacingXs
         }
+        FsDivider {}
         ListView {
             id: list
             objectName: "workOrderList"
@@ -51,20 +53,21 @@ Pane {
             Layout.fillWidth: true
             Layout.fillHeight: true
             ScrollBar.vertical: ScrollBar {}
+            Accessible.role: Accessible.List
+            Accessible.name: "Work orders"
             delegate: WorkOrderRow {
                 width: ListView.view.width
                 onOpened: (entityId) => pane.app.openWorkOrder(entityId)
             }
-            PlainLabel {
+            FsCaption {
                 anchors.centerIn: parent
-                width: parent.width - 32
+                width: parent.width - 2 * Theme.spacingXl
                 visible: list.count === 0 && !pane.vm.loading
                 horizontalAlignment: Text.AlignHCenter
-                wrapMode: Text.WordWrap
+                font.pixelSize: Theme.fontBody
                 text: pane.vm.search || pane.vm.statusFilter
                       ? "No work order matches."
-                      : "No work orders on this device yet. Press “+ New” to add one."
-                color: pane.palette.placeholderText
+                      : "No work orders on this device yet. Press “New” to add one."
             }
         }
     }

@@ -1,4 +1,5 @@
-// One work order in the list: title, where/who, status, and its sync badge (tap for details).
+// One work order in the list: title, status and where/who, and its sync badge (tap it for the
+// reason). Reads to a screen reader as "<title>, <sync state>".
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -17,39 +18,58 @@ ItemDelegate {
     signal opened(string entityId)
 
     objectName: "workOrderRow_" + index
-    implicitHeight: Math.max(64, column.implicitHeight + 16)
+    implicitHeight: Math.max(Theme.rowHeight, column.implicitHeight + topPadding + bottomPadding)
+    topPadding: Theme.spacingS
+    bottomPadding: Theme.spacingS
+    leftPadding: Theme.spacingM
+    rightPadding: Theme.spacingS
     onClicked: row.opened(row.entityId)
     ToolTip.visible: hovered && badge !== "synced"
     ToolTip.text: badgeDetail
     ToolTip.delay: 600
+    Accessible.role: Accessible.ListItem
+    Accessible.name: row.title + ", " + row.badgeText
+    Accessible.description: row.badgeDetail
+
+    background: Rectangle {
+        color: row.down ? Theme.divider : row.hovered ? Theme.surfaceRaised : Theme.window
+        FsDivider { anchors.bottom: parent.bottom; width: parent.width; opacity: 0.5 }
+    }
 
     contentItem: ColumnLayout {
         id: column
-        spacing: 2
+        spacing: Theme.spacingXs
         RowLayout {
             Layout.fillWidth: true
-            spacing: 8
+            spacing: Theme.spacingS
             ColumnLayout {
                 Layout.fillWidth: true
                 spacing: 2
-                PlainLabel {
+                FsLabel {
                     text: row.title
                     font.bold: true
                     elide: Text.ElideRight
                     Layout.fillWidth: true
+                    Accessible.ignored: true
                 }
-                PlainLabel {
+                FsLabel {
                     text: row.subtitle ? row.statusText + " · " + row.subtitle : row.statusText
-                    color: row.palette.placeholderText
+                    color: Theme.textMuted
+                    font.pixelSize: Theme.fontCaption
                     elide: Text.ElideRight
                     Layout.fillWidth: true
+                    Accessible.ignored: true
                 }
             }
             Item {
                 objectName: "badgeTapArea"
-                implicitWidth: Math.max(44, badgePill.implicitWidth)
-                implicitHeight: 44
+                implicitWidth: Math.max(Theme.controlHeight, badgePill.implicitWidth)
+                implicitHeight: Theme.controlHeight
                 Layout.maximumWidth: row.width * 0.45
+                Accessible.role: Accessible.Button
+                Accessible.name: row.badgeText
+                Accessible.description: "Why: " + row.badgeDetail
+                Accessible.onPressAction: row.showDetail = !row.showDetail
                 SyncBadge {
                     id: badgePill
                     objectName: "syncBadge"
@@ -57,17 +77,18 @@ ItemDelegate {
                     width: Math.min(implicitWidth, parent.width)
                     kind: row.badge
                     text: row.badgeText
+                    Accessible.ignored: true
                 }
                 TapHandler {
                     onTapped: row.showDetail = !row.showDetail
                 }
             }
         }
-        PlainLabel {
+        FsCaption {
             objectName: "badgeDetail"
             visible: row.showDetail
             text: row.badgeDetail
-            wrapMode: Text.WordWrap
+            color: Theme.text
             Layout.fillWidth: true
         }
     }

@@ -1,0 +1,27 @@
+// A choice from a list, 48 px tall; name it after the label it sits under.
+import QtQuick
+import QtQuick.Controls
+
+ComboBox {
+    id: control
+    implicitHeight: Theme.controlHeight
+    font.pixelSize: Theme.fontBody
+    Accessible.name: displayText
+    background: Rectangle {
+        implicitWidth: 120
+        radius: Theme.radius
+        color: control.down ? Theme.divider : Theme.control
+        border.width: control.visualFocus ? 2 : Theme.borderWidth
+        border.color: control.visualFocus ? Theme.focus : Theme.divider
+    }
+    delegate: ItemDelegate {
+        required property var modelData
+        required property int index
+        width: ListView.view ? ListView.view.width : implicitWidth
+        implicitHeight: Theme.controlHeight
+        text: modelData
+        font.pixelSize: Theme.fontBody
+        highlighted: control.highlightedIndex === index
+        Accessible.name: modelData
+    }
+}
