@@ -35,10 +35,11 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """``fieldsync-server serve`` on a free loopback port, with a fresh SQLite database."""
+    """``fieldsync-server serve`` on a free loopback port, logging at ``warning`` only (no line
+    per request), rate limit off; a fresh SQLite database in ``workdir`` unless ``db_url``."""
 
-    def __init__(self, workdir: Path) -> None:
-        self.db_url = f"sqlite:///{workdir / 'server.sqlite3'}"
+    def __init__(self, workdir: Path, db_url: str | None = None) -> None:
+        self.db_url = db_url or f"sqlite:///{workdir / 'server.sqlite3'}"
         self.log_path = workdir / "server.log"
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"

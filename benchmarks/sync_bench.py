@@ -4,14 +4,20 @@ Every figure is the median of several runs, each with fresh temp dirs (device st
 database) and a fresh server. The server runs as a separate process (``fieldsync-server serve``
 on a free loopback port) so device and server never share a GIL.
 
-    .venv/bin/python benchmarks/sync_bench.py --quick --json bench-results/sync.json
+    .venv/bin/python benchmarks/sync_bench.py --quick --json /tmp/sync.json
+    .venv/bin/python benchmarks/sync_bench.py --json     # benchmarks/results/sync_bench.json
 
 - drain: N offline creates (``Store.import_records``) drained by ``SyncEngine.run_until_idle``
-  with batch_size=100 ("batch") and batch_size=1 ("single"). The rate is N / time until the
-  queue holds nothing pending or leased (from the engine's QueueChanged events); the total
-  (including the reconcile the engine does right after the flush) is printed beside it.
+  with batch_size=100 ("batch") and batch_size=1 ("single"), on the engine's kept-alive
+  connections and, as the reference, with a fresh connection per request (a transport without
+  a keep-alive pool). The rate is N / time until every job is ``done`` (the last job's
+  ``finished_at`` in the device's queue; a dead or conflicted job fails the run), and the
+  server is then checked to hold all N records. The total (including the reconcile the engine
+  does right after the flush) is printed beside it.
 - server batch ingest (the reference): the same N creates posted straight to
-  ``POST /v1/mutations/batch`` in 100-item batches from one httpx.Client, no device queue.
+  ``POST /v1/mutations/batch`` in 100-item batches from one kept-alive httpx.AsyncClient,
+  keeping as many batches in flight as the engine does (``SyncConfig.delivery_pipeline``), no
+  device queue.
 - reconcile: the reference client's N records (made by another device) are pulled by a fresh
   device's engine (``/v1/changes`` pages applied to its cache), timed from the pull's start
   to its end.
@@ -29,7 +35,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -44,8 +49,9 @@ from typing import Any
 
 import httpx
 from bench_server import ServerProcess, free_port, temp_dir
+from results_file import RESULTS_DIR, write_results
 
-from app.events import ConnectivityChanged, EventBus, QueueChanged, SyncProgress
+from app.events import ConnectivityChanged, EventBus, SyncProgress
 from app.records import validate_create
 from app.store.store import Store
 from app.sync.engine import SyncConfig, SyncEngine
@@ -55,6 +61,9 @@ BATCH = 100
 UNLIMITED_RATE = 1e6
 DRAIN_TARGET = 0.70
 DRAIN_LIMIT_S = 1800.0
+#: Batches the engine keeps on the wire; the ingest reference keeps as many.
+IN_FLIGHT = SyncConfig(server_url="unused").delivery_pipeline
+CONNECTIONS = ("kept_alive", "fresh_connection")
 IDLE_TARGET_PERCENT = 1.0  # "≈ 0": under 1 % of one core
 
 
@@ -131,16 +140,22 @@ def server_count(base_url: str, token: str) -> int:
 @dataclass(frozen=True)
 class DrainResult:
     edits: int
-    drain_s: float
-    total_s: float
-    requests: int
+    drain_s: float  # until the last job was recorded done
+    total_s: float  # run_until_idle, including the pull that follows the flush
 
     @property
     def rate(self) -> float:
         return self.edits / self.drain_s
 
 
-def measure_drain(edits: int, batch_size: int) -> DrainResult:
+def _transport(connection: str) -> httpx.AsyncBaseTransport | None:
+    """None: the engine's own pool (kept alive); else a new TCP connection per request."""
+    if connection == "kept_alive":
+        return None
+    return httpx.AsyncHTTPTransport(limits=httpx.Limits(max_keepalive_connections=0))
+
+
+def measure_drain(edits: int, batch_size: int, connection: str) -> DrainResult:
     with temp_dir() as root:
         (root / "device").mkdir()
         (root / "server").mkdir()
@@ -150,7 +165,9 @@ def measure_drain(edits: int, batch_size: int) -> DrainResult:
         try:
             store.import_records(records(edits))
             with server:
-                result = asyncio.run(_drain(store, server.base_url, token, batch_size, edits))
+                result = asyncio.run(
+                    _drain(store, server.base_url, token, batch_size, edits, connection)
+                )
                 on_server = server_count(server.base_url, token)
         finally:
             store.close()
@@ -160,36 +177,34 @@ def measure_drain(edits: int, batch_size: int) -> DrainResult:
 
 
 async def _drain(
-    store: Store, base_url: str, token: str, batch_size: int, edits: int
+    store: Store, base_url: str, token: str, batch_size: int, edits: int, connection: str
 ) -> DrainResult:
-    events = EventBus()
-    drained_at: list[float] = []
-    batches = [0]
-
-    def on_event(event: object) -> None:
-        if isinstance(event, QueueChanged):
-            batches[0] += 1
-            if not drained_at and event.depth["pending"] == 0 and event.depth["leased"] == 0:
-                drained_at.append(time.perf_counter())
-
-    events.subscribe(on_event)
-    engine = SyncEngine(store, engine_config(base_url, batch_size), events, token=lambda: token)
-    started = time.perf_counter()
+    engine = SyncEngine(
+        store,
+        engine_config(base_url, batch_size),
+        EventBus(),
+        token=lambda: token,
+        transport=_transport(connection),
+    )
+    started_wall, started = store.clock(), time.perf_counter()
     idle = await engine.run_until_idle(DRAIN_LIMIT_S)
     finished = time.perf_counter()
     engine.executor.shutdown()
-    if not idle or not drained_at:
+    # Drained means every job done (a dead job is not a drained edit), and it was drained at
+    # the moment the last one was recorded done: each job's finished_at, by the store's clock.
+    done, last_done = store.db.execute_sql(
+        "SELECT COUNT(*), MAX(finished_at) FROM jobs WHERE status = 'done'"
+    ).fetchone()
+    if not idle or done != edits:
         depth = store.stats()["queue_depth"]
         raise RuntimeError(f"the engine did not drain the queue in {DRAIN_LIMIT_S:.0f} s: {depth}")
-    depth = store.stats()["queue_depth"]
-    if depth["done"] != edits:
-        raise RuntimeError(f"queue after drain: {depth}")
-    return DrainResult(edits, drained_at[0] - started, finished - started, batches[0])
+    return DrainResult(edits, last_done - started_wall, finished - started)
 
 
 def measure_ingest_then_reconcile(edits: int) -> tuple[float, ReconcileResult]:
-    """Edits/s through POST /v1/mutations/batch straight from httpx, 100 per request; then a
-    fresh device reconciles: the reference client was the other device that made the changes.
+    """Edits/s through POST /v1/mutations/batch straight from httpx, 100 per request and
+    IN_FLIGHT requests at once; then a fresh device reconciles: the reference client was the
+    other device that made the changes.
     """
     fields = validate_create(FIELDS)
     batches = []
@@ -212,20 +227,8 @@ def measure_ingest_then_reconcile(edits: int) -> tuple[float, ReconcileResult]:
         server = ServerProcess(root)
         token = server.add_device("bench-reference")
         reader = server.add_device("bench-reader")
-        headers = {"Authorization": f"Bearer {token}"}
-        with server, httpx.Client(base_url=server.base_url, timeout=60.0) as client:
-            started = time.perf_counter()
-            for body in batches:
-                reply = client.post(
-                    "/v1/mutations/batch",
-                    json=body,
-                    headers={**headers, "X-Correlation-ID": str(uuid.uuid4())},
-                )
-                reply.raise_for_status()
-                statuses = {item["status"] for item in reply.json()["results"]}
-                if statuses != {201}:
-                    raise RuntimeError(f"reference batch answered {statuses}")
-            elapsed = time.perf_counter() - started
+        with server:
+            elapsed = asyncio.run(_ingest(server.base_url, token, batches))
             if server_count(server.base_url, token) != edits:
                 raise RuntimeError("reference run lost records")
             (root / "device").mkdir()
@@ -238,6 +241,32 @@ def measure_ingest_then_reconcile(edits: int) -> tuple[float, ReconcileResult]:
         if cached != edits:
             raise RuntimeError(f"device cache holds {cached} records, expected {edits}")
     return edits / elapsed, reconcile
+
+
+async def _ingest(base_url: str, token: str, batches: list[dict[str, Any]]) -> float:
+    """Seconds to post every batch, IN_FLIGHT at a time, on kept-alive connections."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60.0) as client:
+        await client.get("/healthz")  # open the first connection, as the engine's probe does
+        waiting = iter(batches)
+
+        async def post_batches() -> None:
+            for body in waiting:  # shared: each poster takes the next batch not yet sent
+                reply = await client.post(
+                    "/v1/mutations/batch",
+                    json=body,
+                    headers={"X-Correlation-ID": str(uuid.uuid4())},
+                )
+                reply.raise_for_status()
+                statuses = {item["status"] for item in reply.json()["results"]}
+                if statuses != {201}:
+                    raise RuntimeError(f"reference batch answered {statuses}")
+
+        started = time.perf_counter()
+        async with asyncio.TaskGroup() as posters:
+            for _ in range(IN_FLIGHT):
+                posters.create_task(post_batches())
+        return time.perf_counter() - started
 
 
 @dataclass(frozen=True)
@@ -384,7 +413,9 @@ def spread(values: list[float], fmt: str) -> str:
 
 def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
     load_start = os.getloadavg()[0]  # other work on the machine skews every figure
-    drains: dict[str, list[DrainResult]] = {"batch": [], "single": []}
+    drains: dict[str, dict[str, list[DrainResult]]] = {
+        connection: {"batch": [], "single": []} for connection in CONNECTIONS
+    }
     ingest: list[float] = []
     reconciles: list[ReconcileResult] = []
     idle = IdleMeasurement(plan.idle_seconds, plan.idle_pending)
@@ -398,21 +429,39 @@ def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
         say(f"run {index + 1}/{plan.runs}: server ingest {rate:,.0f}/s")
         say(f"run {index + 1}/{plan.runs}: reconcile {reconcile.pull_s:.2f} s")
         for mode, size, edits in (("batch", BATCH, plan.edits), ("single", 1, plan.single_edits)):
-            drains[mode].append(measure_drain(edits, size))
-            result = drains[mode][-1]
-            say(f"run {index + 1}/{plan.runs}: drain {mode} {result.rate:,.0f}/s")
+            for connection in CONNECTIONS:
+                result = measure_drain(edits, size, connection)
+                drains[connection][mode].append(result)
+                say(f"run {index + 1}/{plan.runs}: drain {mode} {connection} {result.rate:,.0f}/s")
     if not plan.idle_concurrent:
         idle.start()
     idles = [idle.result()]
     say(f"idle CPU offline {idles[0]['cpu_percent']:.3f} %")
 
-    drain_rates = {mode: median([r.rate for r in rs]) for mode, rs in drains.items()}
+    rates = {
+        connection: {mode: median([r.rate for r in rs]) for mode, rs in by_mode.items()}
+        for connection, by_mode in drains.items()
+    }
+    kept, fresh = rates["kept_alive"], rates["fresh_connection"]
     ingest_rate = median(ingest)
     reconcile_s = median([r.pull_s for r in reconciles])
     idle_percent = median([i["cpu_percent"] for i in idles])
-    ratio = drain_rates["batch"] / ingest_rate
+    ratio = kept["batch"] / ingest_rate
+
+    def per_mode(
+        pick: Callable[[list[DrainResult]], float], digits: int
+    ) -> dict[str, dict[str, float]]:
+        return {
+            connection: {mode: round(pick(rs), digits) for mode, rs in by_mode.items()}
+            for connection, by_mode in drains.items()
+        }
+
     results = {
-        "drain_edits_per_s": {mode: round(rate, 1) for mode, rate in drain_rates.items()},
+        "drain_kept_alive_edits_per_s": {mode: round(rate, 1) for mode, rate in kept.items()},
+        "drain_fresh_connection_edits_per_s": {
+            mode: round(rate, 1) for mode, rate in fresh.items()
+        },
+        "drain_kept_alive_vs_fresh": {mode: round(kept[mode] / fresh[mode], 3) for mode in kept},
         "server_batch_ingest_per_s": round(ingest_rate, 1),
         "reconcile_10k_changes_s": round(reconcile_s, 3),
         "idle_cpu_percent_offline": round(idle_percent, 3),
@@ -422,6 +471,12 @@ def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
             "statistic": "median",
             "edits_per_drain": {"batch": plan.edits, "single": plan.single_edits},
             "edits_per_reference_ingest": plan.edits,
+            "reference_batches_in_flight": IN_FLIGHT,
+            "engine_batches_in_flight": IN_FLIGHT,
+            "drain_ends": "every job done (none dead or in conflict), then the server is checked "
+            "to hold every record",
+            "fresh_connection": "a new TCP connection per request (transport without a "
+            "keep-alive pool)",
             "reconcile_changes": plan.edits,
             "reconcile_note": (
                 f"quick mode: {plan.edits} changes, not 10,000"
@@ -442,15 +497,11 @@ def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
             "server_flags": "--log-level warning --rate-limit-per-second 0",
             "device_request_rate": UNLIMITED_RATE,
             "batch_size": {"batch": BATCH, "single": 1},
-            "drain_total_s_median": {
-                mode: round(median([r.total_s for r in rs]), 3) for mode, rs in drains.items()
-            },
-            "drain_s_median": {
-                mode: round(median([r.drain_s for r in rs]), 3) for mode, rs in drains.items()
-            },
+            "drain_total_s_median": per_mode(lambda rs: median([r.total_s for r in rs]), 3),
+            "drain_s_median": per_mode(lambda rs: median([r.drain_s for r in rs]), 3),
             "reconcile_engine_total_s_median": round(median([r.total_s for r in reconciles]), 3),
             "drain_batch_vs_ingest_ratio": round(ratio, 3),
-            "drain_single_vs_ingest_ratio": round(drain_rates["single"] / ingest_rate, 3),
+            "drain_single_vs_ingest_ratio": round(kept["single"] / ingest_rate, 3),
             "targets": {
                 "drain_batch_ge_70pct_of_ingest": ratio >= DRAIN_TARGET,
                 "idle_cpu_approx_zero_lt_1pct": idle_percent < IDLE_TARGET_PERCENT,
@@ -458,14 +509,15 @@ def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
             "samples": {
                 "server_batch_ingest_per_s": [round(v, 1) for v in ingest],
                 "drain_edits_per_s": {
-                    mode: [round(r.rate, 1) for r in rs] for mode, rs in drains.items()
+                    connection: {
+                        mode: [round(r.rate, 1) for r in rs] for mode, rs in by_mode.items()
+                    }
+                    for connection, by_mode in drains.items()
                 },
                 "reconcile_pull_s": [round(r.pull_s, 3) for r in reconciles],
                 "idle": idles,
             },
             "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
-            "python": platform.python_version(),
-            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
         },
     }
     print_table(results, drains, ingest, reconciles, idles, plan, quick)
@@ -474,7 +526,7 @@ def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
 
 def print_table(
     results: dict[str, Any],
-    drains: dict[str, list[DrainResult]],
+    drains: dict[str, dict[str, list[DrainResult]]],
     ingest: list[float],
     reconciles: list[ReconcileResult],
     idles: list[dict[str, Any]],
@@ -494,48 +546,53 @@ def print_table(
     load = meta["load_average_1m"]
     print(f"load average (1 min) {load['start']:.2f} at start, {load['end']:.2f} at end")
     print()
-    header = f"{'measurement':<38} {'median':>12} {'runs (min–max)':>20} {'vs ingest':>10}"
+    header = f"{'measurement':<44} {'median':>12} {'runs (min–max)':>20} {'vs ingest':>10}"
     print(header)
     print("-" * len(header))
     print(
-        f"{'server batch ingest (httpx, 100/req)':<38} {ingest_rate:>10,.0f}/s "
+        f"{f'server batch ingest (100/req, {IN_FLIGHT} in flight)':<44} {ingest_rate:>10,.0f}/s "
         f"{spread(ingest, ',.0f'):>20} {'1.00':>10}"
     )
     for mode in ("batch", "single"):
-        rates = [r.rate for r in drains[mode]]
-        rate = results["drain_edits_per_s"][mode]
-        label = f"drain {mode} (batch_size={BATCH if mode == 'batch' else 1})"
-        print(
-            f"{label:<38} {rate:>10,.0f}/s {spread(rates, ',.0f'):>20} {rate / ingest_rate:>10.2f}"
-        )
-        times = [r.drain_s for r in drains[mode]]
-        totals = [r.total_s for r in drains[mode]]
-        print(f"{'  time to drain':<38} {median(times):>11.2f}s {spread(times, '.2f'):>20}")
-        print(
-            f"{'  run_until_idle incl. pull-back':<38} {median(totals):>11.2f}s "
-            f"{spread(totals, '.2f'):>20}"
-        )
+        for connection in CONNECTIONS:
+            rates = [r.rate for r in drains[connection][mode]]
+            rate = median(rates)
+            label = f"drain {mode} (size {BATCH if mode == 'batch' else 1}), {connection}"
+            print(
+                f"{label:<44} {rate:>10,.0f}/s {spread(rates, ',.0f'):>20} "
+                f"{rate / ingest_rate:>10.2f}"
+            )
+            times = [r.drain_s for r in drains[connection][mode]]
+            totals = [r.total_s for r in drains[connection][mode]]
+            print(f"{'  time to drain':<44} {median(times):>11.2f}s {spread(times, '.2f'):>20}")
+            print(
+                f"{'  run_until_idle incl. pull-back':<44} {median(totals):>11.2f}s "
+                f"{spread(totals, '.2f'):>20}"
+            )
+        ratio = results["drain_kept_alive_vs_fresh"][mode]
+        print(f"{f'  drain {mode}: kept-alive / fresh connection':<44} {ratio:>11.2f}x")
     pulls = [r.pull_s for r in reconciles]
     print(
-        f"{f'reconcile {plan.edits:,} changes (pull)':<38} "
+        f"{f'reconcile {plan.edits:,} changes (pull)':<44} "
         f"{median(pulls):>11.2f}s {spread(pulls, '.2f'):>20}"
     )
     cpu = [i["cpu_percent"] for i in idles]
     print(
-        f"{f'idle CPU offline ({plan.idle_seconds:.0f} s window)':<38} "
+        f"{f'idle CPU offline ({plan.idle_seconds:.0f} s window)':<44} "
         f"{median(cpu):>11.3f}% {spread(cpu, '.3f'):>20}"
     )
     steady = [i["cpu_percent_after_offline"] for i in idles if "cpu_percent_after_offline" in i]
     if steady:
         print(
-            f"{'  after it went offline (steady state)':<38} "
+            f"{'  after it went offline (steady state)':<44} "
             f"{median(steady):>11.3f}% {spread(steady, '.3f'):>20}"
         )
     print()
     targets = meta["targets"]
     ratio = meta["drain_batch_vs_ingest_ratio"]
+    met = "MET" if targets["drain_batch_ge_70pct_of_ingest"] else "NOT MET"
     print(
-        f"target drain ≥ 70 % of ingest: {'MET' if targets['drain_batch_ge_70pct_of_ingest'] else 'NOT MET'} "  # noqa: E501
+        f"target drain ≥ 70 % of ingest: {met} "
         f"(batch {ratio:.0%}, single {meta['drain_single_vs_ingest_ratio']:.0%})"
     )
     print(
@@ -557,7 +614,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a run under a minute")
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        nargs="?",
+        const=RESULTS_DIR / "sync_bench.json",
+        help="write the results here (alone: benchmarks/results/sync_bench.json)",
+    )
     parser.add_argument("--runs", type=int, help="override the number of runs")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
@@ -572,8 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     results["metadata"]["elapsed_s"] = round(time.perf_counter() - started, 1)
     print(f"elapsed {results['metadata']['elapsed_s']:.1f} s")
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"wrote {write_results('sync_bench', results, args.json)}")
     return 0
 
 
