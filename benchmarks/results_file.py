@@ -9,6 +9,7 @@ beside each figure which machine ran it and when:
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -52,3 +53,16 @@ def read_results(name: str, directory: Path = RESULTS_DIR) -> dict[str, Any]:
     """The envelope written by `write_results` (raises FileNotFoundError when never run)."""
     data: dict[str, Any] = json.loads((directory / f"{name}.json").read_text())
     return data
+
+
+def add_json_option(parser: argparse.ArgumentParser, name: str) -> None:
+    """`--json FILE` writes FILE; `--json` alone writes `results/<name>.json`; without it,
+    nothing is written (so a quick run never replaces committed full results)."""
+    parser.add_argument(
+        "--json",
+        type=Path,
+        nargs="?",
+        const=RESULTS_DIR / f"{name}.json",
+        metavar="FILE",
+        help=f"write the results here (alone: benchmarks/results/{name}.json)",
+    )

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import ServerProcess  # noqa: E402
-from results_file import RESULTS_DIR, write_results  # noqa: E402
+from results_file import add_json_option, write_results  # noqa: E402
 
 from app.records import validate_create  # noqa: E402
 from server.database import Store, open_store  # noqa: E402
@@ -311,13 +311,7 @@ def print_table(results: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts, a few minutes")
-    parser.add_argument(
-        "--json",
-        type=Path,
-        nargs="?",
-        const=RESULTS_DIR / "server_bench.json",
-        help="write the results here (alone: benchmarks/results/server_bench.json)",
-    )
+    add_json_option(parser, "server_bench")
     parser.add_argument("--runs", type=int, default=None)
     args = parser.parse_args(argv)
     runs = args.runs or (3 if args.quick else 5)

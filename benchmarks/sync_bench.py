@@ -49,7 +49,7 @@ from typing import Any
 
 import httpx
 from bench_server import ServerProcess, free_port, temp_dir
-from results_file import RESULTS_DIR, write_results
+from results_file import add_json_option, write_results
 
 from app.events import ConnectivityChanged, EventBus, SyncProgress
 from app.records import validate_create
@@ -614,13 +614,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a run under a minute")
-    parser.add_argument(
-        "--json",
-        type=Path,
-        nargs="?",
-        const=RESULTS_DIR / "sync_bench.json",
-        help="write the results here (alone: benchmarks/results/sync_bench.json)",
-    )
+    add_json_option(parser, "sync_bench")
     parser.add_argument("--runs", type=int, help="override the number of runs")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
