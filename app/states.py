@@ -46,6 +46,8 @@ class AttemptOutcome(enum.StrEnum):
     CONFLICT = "conflict"
     LEASE_EXPIRED = "lease_expired"
     RELEASED = "released"
+    #: A 409 that merged by itself: the job goes again with what the server lacks.
+    AUTO_MERGED = "auto_merged"
 
 
 class Connectivity(enum.StrEnum):

@@ -20,7 +20,7 @@ from app.mutations import intended_fields
 from app.records import EDITABLE_FIELDS
 from app.store.db import connection
 from app.store.errors import storage_errors
-from app.store.queue import entities_with_open_jobs
+from app.store.jobs import entities_with_open_jobs
 
 __all__ = ["SYNC_COLUMNS", "WorkOrderCache"]
 

@@ -41,117 +41,59 @@ import random
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 import peewee as pw
 
 from app.records import PAYLOAD_SCHEMA_VERSION
 from app.states import AttemptOutcome, JobStatus
-from app.store.backoff import BackoffPolicy, backoff_delay
+from app.store.backoff import backoff_delay
 from app.store.db import WriteTransaction, connection
-from app.store.errors import StoreError, storage_errors
+from app.store.errors import storage_errors
+from app.store.holds import QueueHolds
+from app.store.jobs import (
+    PRIORITY_IMPORT,
+    PRIORITY_USER,
+    STALE,
+    ClaimedJob,
+    Clock,
+    Outcome,
+    QueueConfig,
+    Stale,
+    entities_with_open_jobs,
+    new_idempotency_key,
+)
+from app.store.queue_sweeps import QueueSweeps
 from app.store.statements import (
     ACK_MANY,
     CLAIM,
     INSERT_ATTEMPT,
     INSERT_FIRST_JOB,
     INSERT_JOB,
+    REBASE_NEXT,
 )
 
-__all__ = ["ClaimedJob", "JobQueue", "Outcome", "QueueConfig"]
-
-PRIORITY_USER = 100
-PRIORITY_IMPORT = 10
-PRIORITY_BACKGROUND = 0
-
-Clock = Callable[[], float]
-
-#: What an outcome method returns when the lease was lost and nothing changed: not a status.
-Stale = Literal["stale"]
-STALE: Stale = "stale"
-
-
-@dataclass(frozen=True)
-class QueueConfig:
-    lease_seconds: float = 60.0
-    max_attempts: int = 12
-    backoff: BackoffPolicy = field(default_factory=BackoffPolicy)
-    done_retention_seconds: float = 7 * 86400.0
-
-
-@dataclass(frozen=True)
-class ClaimedJob:
-    id: int
-    topic: str
-    payload: dict[str, Any]
-    payload_version: int
-    idempotency_key: str
-    entity_key: str
-    base_version: int | None
-    priority: int
-    attempt_count: int
-    correlation_id: str
-    created_at: float
-    claimed_at: float
-    locked_until: float
-    #: The worker holding the lease: with locked_until, the fencing token of this claim.
-    locked_by: str = ""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What one attempt ended with; recorded in the attempt history."""
-
-    error: str | None = None
-    http_status: int | None = None
-    duration_ms: float | None = None
-
+__all__ = [
+    "PRIORITY_IMPORT",
+    "PRIORITY_USER",
+    "ClaimedJob",
+    "JobQueue",
+    "Outcome",
+    "QueueConfig",
+    "entities_with_open_jobs",
+]
 
 _NORMAL = 1  # PRAGMA synchronous levels: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA
 
 
-def new_idempotency_key() -> str:
-    return str(uuid.uuid4())
+class JobQueue(QueueSweeps, QueueHolds):
+    """The queue over one open database. Methods are synchronous; call them off the UI loop.
 
-
-def entities_with_open_jobs(
-    conn: sqlite3.Connection, entity_keys: Iterable[str], *, chained_only: bool = False
-) -> set[str]:
-    """Which of these entities have a job still outstanding (pending, leased, in conflict or
-    dead); with ``chained_only``, one waiting for its base version. One query per 500 keys."""
-    found: set[str] = set()
-    keys = sorted(set(entity_keys))
-    chained = " AND chained = 1" if chained_only else ""
-    for start in range(0, len(keys), 500):
-        chunk = keys[start : start + 500]
-        found.update(
-            key
-            for (key,) in conn.execute(
-                f"SELECT DISTINCT entity_key FROM jobs WHERE entity_key IN "
-                f"({', '.join('?' for _ in chunk)}) "
-                f"AND finished_at IS NULL{chained}",
-                chunk,
-            )
-        )
-    return found
-
-
-def _close_conflict(conn: sqlite3.Connection, job_id: int, outcome: str, now: float) -> None:
-    """A conflicted job left the conflict another way (retried or discarded from the dead
-    letters): its conflict is closed with it, or resolving it later would revive the job."""
-    conn.execute(
-        "UPDATE conflicts SET status = 'resolved', resolved_at = ?, resolution = ? "
-        "WHERE job_id = ? AND status != 'resolved'",
-        (now, json.dumps({"outcome": outcome}), job_id),
-    )
-
-
-class JobQueue:
-    """The queue over one open database. Methods are synchronous; call them off the UI loop."""
+    Its sweeps are in `app.store.queue_sweeps`, the jobs held for a person (dead letters,
+    conflicts) in `app.store.holds`."""
 
     def __init__(
         self,
@@ -315,15 +257,9 @@ class JobQueue:
                         self._rebase_next(conn, job, version)
         return len(done)
 
-    def _rebase_next(self, conn: sqlite3.Connection, job: ClaimedJob, version: int) -> None:
-        conn.execute(
-            "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
-            "WHERE id = (SELECT MIN(id) FROM jobs WHERE entity_key = ? AND id > ? "
-            # Spelled as the partial index's condition (jobs_entity_open): `status != 'done'`
-            # would scan every later row, an O(n) step per ack and O(n^2) per drain.
-            "AND finished_at IS NULL) AND chained = 1",
-            (version, job.entity_key, job.id),
-        )
+    @staticmethod
+    def _rebase_next(conn: sqlite3.Connection, job: ClaimedJob, version: int) -> None:
+        conn.execute(REBASE_NEXT, (version, job.entity_key, job.id))
 
     def retry(
         self, job: ClaimedJob, outcome: Outcome, *, retry_after: float | None = None
@@ -414,199 +350,12 @@ class JobQueue:
             duration = max(now - job.claimed_at, 0.0) * 1000.0
         return (job.id, job.claimed_at, duration, result, outcome.http_status, outcome.error)
 
-    # -- maintenance -------------------------------------------------------------------------
-
-    def reclaim_expired(self) -> int:
-        """Return jobs whose lease ran out to pending; count them as lease timeouts."""
-        now = self.clock()
-        with WriteTransaction(self.db, self.path) as conn:
-            rows = conn.execute(
-                # A leased job was due when claimed: it is due now, even if the clock went
-                # back since (clamp_times only sees pending jobs).
-                "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
-                "next_attempt_at = MIN(next_attempt_at, ?), "
-                "last_error = COALESCE(last_error, 'lease expired'), updated_at = ? "
-                "WHERE status = 'leased' AND locked_until <= ? "
-                "RETURNING id, locked_until",
-                (now, now, now),
-            ).fetchall()
-            for job_id, _ in rows:
-                conn.execute(
-                    INSERT_ATTEMPT,
-                    (
-                        job_id,
-                        now,
-                        None,
-                        AttemptOutcome.LEASE_EXPIRED,
-                        None,
-                        "lease expired (worker stopped?)",
-                    ),
-                )
-            if rows:
-                self._bump(conn, "lease_timeouts", len(rows))
-        return len(rows)
-
-    def expire_orphaned_leases(self) -> int:
-        """Call holding the worker lock, before `reclaim_expired`. Only the lock holder claims,
-        so every lease found then belongs to a worker that died (SIGKILL, power loss): expire
-        it at once instead of making its edits wait out the lease after every crash."""
-        with WriteTransaction(self.db, self.path) as conn:
-            cursor = conn.execute("UPDATE jobs SET locked_until = 0 WHERE status = 'leased'")
-        return int(cursor.rowcount)
-
-    def clamp_times(self) -> int:
-        """Guard against the device clock moving: no wait longer than the backoff cap, no
-        lease longer than the lease time. Spread clamped retries over the cap so a clock set
-        back a day neither strands jobs for a day nor fires them all at once."""
-        now = self.clock()
-        cap = self.config.backoff.cap
-        changed = 0
-        with WriteTransaction(self.db, self.path) as conn:
-            ids = conn.execute(
-                "SELECT id FROM jobs WHERE status = 'pending' AND next_attempt_at > ?",
-                (now + cap,),
-            ).fetchall()
-            for (job_id,) in ids:
-                conn.execute(
-                    "UPDATE jobs SET next_attempt_at = ? WHERE id = ?",
-                    (now + self.rng.uniform(0.0, cap), job_id),
-                )
-            changed += len(ids)
-            cursor = conn.execute(
-                "UPDATE jobs SET locked_until = ? WHERE status = 'leased' AND locked_until > ?",
-                (now + self.config.lease_seconds, now + self.config.lease_seconds),
-            )
-            changed += cursor.rowcount
-        return changed
-
-    def prune_done(self, *, batch: int = 5000) -> int:
-        """Delete done jobs (and their attempts) older than the retention age."""
-        cutoff = self.clock() - self.config.done_retention_seconds
-        total = 0
-        while True:
-            with WriteTransaction(self.db, self.path) as conn:
-                cursor = conn.execute(
-                    "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE status = 'done' "
-                    "AND finished_at < ? LIMIT ?)",
-                    (cutoff, batch),
-                )
-            total += cursor.rowcount
-            if cursor.rowcount < batch:
-                return total
-
-    def next_attempt_at(self) -> float | None:
-        """When the earliest *claimable* pending job becomes ready (the worker sleeps until
-        then). A job behind an earlier outstanding job of its entity does not count: waking
-        for a job that cannot be claimed would be a busy poll."""
-        with storage_errors(self.path):
-            row = (
-                connection(self.db)
-                .execute(
-                    "SELECT MIN(j.next_attempt_at) FROM jobs AS j WHERE j.status = 'pending' "
-                    "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
-                    "AND e.id < j.id AND e.finished_at IS NULL)"
-                )
-                .fetchone()
-            )
-        return None if row[0] is None else float(row[0])
-
-    def in_flight(self) -> int:
-        """Jobs that will still move without a person: leased, or pending and not held
-        behind a conflict or a dead job of the same work order."""
-        with storage_errors(self.path):
-            conn = connection(self.db)
-            # Two index-friendly counts: an OR across both would scan the whole table.
-            leased = conn.execute("SELECT COUNT(*) FROM jobs WHERE status = 'leased'").fetchone()
-            pending = conn.execute(
-                "SELECT COUNT(*) FROM jobs AS j WHERE j.status = 'pending' "
-                "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
-                # finished_at IS NULL is jobs_entity_open's condition: the index is usable.
-                "AND e.id < j.id AND e.finished_at IS NULL AND e.status IN ('conflict', 'dead'))"
-            ).fetchone()
-        return int(leased[0]) + int(pending[0])
-
-    # -- dead letters ------------------------------------------------------------------------
-
-    def retry_dead(self, job_id: int, payload: dict[str, Any] | None = None) -> str:
-        """Send a dead (or conflicted) job again. Unchanged, it keeps its idempotency key;
-        with an edited payload it is a new request and gets a new key. Returns the key."""
-        now = self.clock()
-        with WriteTransaction(self.db, self.path) as conn:
-            row = conn.execute(
-                "SELECT payload, idempotency_key, status FROM jobs WHERE id = ?", (job_id,)
-            ).fetchone()
-            if row is None or row[2] not in JobStatus.needs_person():
-                raise StoreError(f"job {job_id} is not a dead or conflicted job")
-            key = row[1]
-            body = row[0]
-            if payload is not None:
-                new_body = json.dumps(payload, separators=(",", ":"))
-                if new_body != body:
-                    body, key = new_body, new_idempotency_key()
-            conn.execute(
-                "UPDATE jobs SET status = 'pending', payload = ?, idempotency_key = ?, "
-                "attempt_count = 0, next_attempt_at = ?, finished_at = NULL, updated_at = ? "
-                "WHERE id = ?",
-                (body, key, now, now, job_id),
-            )
-            _close_conflict(conn, job_id, "retried", now)
-        return str(key)
-
-    def discard(self, job_id: int) -> dict[str, Any]:
-        """Give up on a dead or conflicted job; returns its row (as the audit log keeps it,
-        with its base version). ``Store.discard`` also settles the work order: call that."""
-        found = self._discard_where("id = ? AND status IN ('dead', 'conflict')", (job_id,))
-        if not found:
-            raise StoreError(f"job {job_id} is not a dead or conflicted job")
-        return found[0]
-
-    def discard_after(self, entity_key: str, job_id: int) -> list[dict[str, Any]]:
-        """Give up on every edit of ``entity_key`` queued after ``job_id`` (its create was
-        given up: they could never reach it). A job being sent right now is left alone."""
-        return self._discard_where(
-            "entity_key = ? AND id > ? AND finished_at IS NULL "
-            "AND status IN ('pending', 'dead', 'conflict')",
-            (entity_key, job_id),
-        )
-
-    def _discard_where(self, condition: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
-        now = self.clock()
-        with WriteTransaction(self.db, self.path) as conn:
-            rows = conn.execute(
-                "UPDATE jobs SET status = 'done', last_error = 'discarded: ' || "
-                f"COALESCE(last_error, ''), updated_at = ?, finished_at = ? WHERE {condition} "
-                "RETURNING id, entity_key, payload, idempotency_key, last_error, base_version",
-                (now, now, *params),
-            ).fetchall()
-            entries: list[dict[str, Any]] = []
-            for row in sorted(rows):
-                _close_conflict(conn, row[0], "discarded", now)
-                entry = {
-                    "id": row[0],
-                    "entity_key": row[1],
-                    "payload": json.loads(row[2]),
-                    "idempotency_key": row[3],
-                    "last_error": row[4],
-                }
-                conn.execute(
-                    "INSERT INTO audit_log (at, action, job_id, entity_key, detail) "
-                    "VALUES (?, 'discard', ?, ?, ?)",
-                    (now, row[0], row[1], json.dumps(entry)),
-                )
-                entries.append({**entry, "base_version": row[5]})
-            if entries:
-                self._bump(conn, "jobs_discarded", len(entries))
-        return entries
-
     # -- counters ----------------------------------------------------------------------------
 
-    def _bump(self, conn: sqlite3.Connection, name: str, amount: int) -> None:
-        conn.execute(
-            "INSERT INTO counters (name, value) VALUES (?, ?) "
-            "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-            (name, amount),
-        )
-
     def bump(self, name: str, amount: int = 1) -> None:
+        self.bump_many([(name, amount)])
+
+    def bump_many(self, amounts: Iterable[tuple[str, int]]) -> None:
+        """Add to persistent counters, in the caller's transaction when there is one."""
         with WriteTransaction(self.db, self.path) as conn:
-            self._bump(conn, name, amount)
+            self._bump_many(conn, amounts)

@@ -62,3 +62,16 @@ ACK_MANY = (
     "updated_at = ?, finished_at = ? WHERE id IN (SELECT value FROM json_each(?)) "
     "AND status IN ('leased', 'pending') RETURNING id"
 )
+
+# A chained job gets its base version (the acknowledged version of the job before it, or what
+# the give-up policy chose): one statement text, aimed at a job or at the entity's next one.
+_REBASE = (
+    "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
+    "WHERE id = {target} AND chained = 1"
+)
+REBASE_JOB = _REBASE.format(target="?")
+# Spelled as the partial index's condition (jobs_entity_open): `status != 'done'` would scan
+# every later row, an O(n) step per ack and O(n^2) per drain.
+REBASE_NEXT = _REBASE.format(
+    target="(SELECT MIN(id) FROM jobs WHERE entity_key = ? AND id > ? AND finished_at IS NULL)"
+)

@@ -19,7 +19,8 @@ from app.records import ValidationError, format_validation_error
 from app.store.cache import WorkOrderCache
 from app.store.db import DB_FILENAME, WriteTransaction, open_database
 from app.store.errors import InvalidEditError, storage_errors
-from app.store.queue import PRIORITY_IMPORT, PRIORITY_USER, JobQueue, QueueConfig
+from app.store.jobs import PRIORITY_IMPORT, PRIORITY_USER
+from app.store.queue import JobQueue, QueueConfig
 from app.store.stats import queue_stats
 
 __all__ = ["TOPIC_WORK_ORDERS", "EditResult", "Store"]
@@ -92,7 +93,8 @@ class Store:
           never reach it), and the work order leaves the device;
         - otherwise the work order shows the server's record with the edits still queued on
           top. What the next queued edit (made on top of the given-up one) is sent against is
-          a conflict question: ``Conflicts.give_up`` settles it; call that one.
+          a conflict question for the give-up policy (``app.sync.give_up.give_up``, the one
+          entry point of a discard, which calls this).
         """
         with WriteTransaction(self.db, self.path):
             entry = self.queue.discard(job_id)

@@ -9,7 +9,6 @@ record. Every decision goes to the audit log. Synchronous: run it off the UI loo
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -19,7 +18,7 @@ from app.store.cache import apply_server_record
 from app.store.db import connection
 from app.store.errors import InvalidEditError, storage_errors
 from app.store.store import Store
-from app.sync.merge import Merge, three_way, unknown_base
+from app.sync.give_up import give_up
 
 #: The longest note the server takes with an escalation (RaiseConflict.note).
 NOTE_MAX = 2000
@@ -81,55 +80,9 @@ class ConflictView:
         }
 
 
-def conflict_kind(op: str, mine: dict[str, Any], server: dict[str, Any]) -> str:
-    if op == "create":
-        return "exists"
-    if op == "delete":
-        return "edited_on_server"
-    if server.get("deleted") and not mine.get("deleted"):
-        return "deleted_on_server"
-    return "version"
-
-
 class Conflicts:
     def __init__(self, store: Store) -> None:
         self.store = store
-
-    # -- capture (inside the delivery transaction) ---------------------------------------------
-
-    def capture(
-        self,
-        job_id: int,
-        entity_id: str,
-        op: str,
-        mine: dict[str, Any],
-        base: dict[str, Any] | None,
-        server: dict[str, Any],
-        merge: Merge,
-    ) -> str:
-        kind = conflict_kind(op, mine, server)
-        overlapping = list(merge.overlapping)
-        if kind != "version" and not overlapping:
-            # A delete against an edit, or an edit against a delete: always a person's call.
-            overlapping = ["deleted"]
-        connection(self.store.db).execute(
-            "INSERT OR REPLACE INTO conflicts (job_id, entity_key, kind, op, base, mine, server, "
-            "overlapping, auto_merged, status, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'open', ?)",
-            (
-                job_id,
-                entity_id,
-                kind,
-                op,
-                None if base is None else json.dumps(base),
-                json.dumps(mine),
-                json.dumps(server),
-                json.dumps(overlapping),
-                json.dumps(merge.auto_merged),
-                self.store.clock(),
-            ),
-        )
-        return kind
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -239,33 +192,16 @@ class Conflicts:
                 )
                 outcome = "discarded"
             else:
-                resent = conn.execute(
-                    "UPDATE jobs SET payload = ?, idempotency_key = ?, base_version = ?, "
-                    "chained = 0, status = 'pending', attempt_count = 0, next_attempt_at = ?, "
-                    "last_error = NULL, finished_at = NULL, updated_at = ? "
-                    "WHERE id = ? AND status = 'conflict'",
-                    (json.dumps(payload), str(uuid.uuid4()), view.server_version, now, now, job_id),
-                )
-                if resent.rowcount != 1:
-                    raise InvalidEditError(f"job {job_id} is no longer in conflict")
+                self.store.queue.resend_resolved(job_id, payload, view.server_version)
                 local = {k: v for k, v in final.items() if k in EDITABLE_FIELDS}
                 local.update(intended_fields(payload))
                 self.store.cache.apply_local(view.entity_id, local, now)
                 outcome = "resent"
-            conn.execute(
-                "UPDATE conflicts SET status = 'resolved', resolved_at = ?, resolution = ? "
-                "WHERE job_id = ?",
-                (now, json.dumps({"outcome": outcome, "picks": picks}), job_id),
-            )
-            conn.execute(
-                "INSERT INTO audit_log (at, action, job_id, entity_key, detail) "
-                "VALUES (?, 'resolve_conflict', ?, ?, ?)",
-                (
-                    now,
-                    job_id,
-                    view.entity_id,
-                    json.dumps({"outcome": outcome, "picks": picks, "final": final}),
-                ),
+            self.store.queue.record_resolution(
+                job_id,
+                view.entity_id,
+                {"outcome": outcome, "picks": picks},
+                audit={"outcome": outcome, "picks": picks, "final": final},
             )
         return outcome
 
@@ -306,12 +242,7 @@ class Conflicts:
         view = self.get(job_id)
         if view.status != "open":
             raise InvalidEditError(f"conflict {job_id} is {view.status}, not open")
-        with storage_errors(self.store.path), self.store.db.atomic():
-            connection(self.store.db).execute(
-                "UPDATE conflicts SET status = 'escalating', note = ?, review_key = ?, "
-                "review_problem = NULL WHERE job_id = ?",
-                (note, str(uuid.uuid4()), job_id),
-            )
+        self.store.queue.escalate(job_id, note)
 
     def pending_escalations(self) -> list[dict[str, Any]]:
         with storage_errors(self.store.path):
@@ -338,84 +269,17 @@ class Conflicts:
         ]
 
     def give_up(self, job_id: int) -> dict[str, Any]:
-        """Discard a dead or conflicted edit (``Store.discard``) and settle the edit queued
-        after it, atomically. That one was made on top of the given-up edit, on what the
-        person saw then. It goes against the server's version as it is now only when the
-        server changed none of the fields it sets since (a delete: none at all); otherwise it
-        goes against the version the person saw, or, when that is unknown (a create the
-        server turned out to have), it is held as a conflict right away. Sent against the
-        newest version unchecked, it would overwrite what the person just chose to keep."""
-        with storage_errors(self.store.path), self.store.db.atomic():
-            entry = self.store.discard(job_id)
-            self._settle_next(entry)
-        return entry
-
-    def _settle_next(self, given_up: dict[str, Any]) -> None:
-        conn = connection(self.store.db)
-        entity = str(given_up["entity_key"])
-        after = conn.execute(
-            "SELECT id, payload FROM jobs WHERE entity_key = ? AND id > ? "
-            "AND finished_at IS NULL AND chained = 1 AND status = 'pending' ORDER BY id LIMIT 1",
-            (entity, given_up["id"]),
-        ).fetchone()
-        server = self.store.cache.server_snapshot(entity)
-        if after is None or server is None:
-            return
-        payload = json.loads(after[1])
-        op = str(payload.get("op"))
-        mine = intended_fields(payload)
-        seen = self._seen_before(given_up)
-        touched = EDITABLE_FIELDS if op == "delete" else tuple(mine)
-        if seen is not None and all(seen.get(f) == server.get(f) for f in touched):
-            base: int | None = int(server["version"])  # nothing it sets moved: no conflict
-        else:
-            base = given_up["base_version"]
-        if base is not None:
-            conn.execute(
-                "UPDATE jobs SET base_version = ?, chained = 0, updated_at = updated_at "
-                "WHERE id = ?",
-                (base, after[0]),
-            )
-            return
-        conn.execute(
-            "UPDATE jobs SET status = 'conflict', chained = 0, last_error = ?, updated_at = ? "
-            "WHERE id = ?",
-            ("made on a record the server had differently", self.store.clock(), after[0]),
-        )
-        self.capture(
-            after[0], entity, op, mine, None, server, three_way(unknown_base(), mine, server)
-        )
-
-    def _seen_before(self, given_up: dict[str, Any]) -> dict[str, Any] | None:
-        """The values the person saw when making the given-up edit, if the device knows them:
-        the base stored with its conflict, or its own fields for a create."""
-        row = (
-            connection(self.store.db)
-            .execute("SELECT base FROM conflicts WHERE job_id = ?", (given_up["id"],))
-            .fetchone()
-        )
-        if row is not None and row[0]:
-            return dict(json.loads(row[0]))
-        if given_up["payload"].get("op") == "create":
-            return intended_fields(given_up["payload"])
-        return None
+        """Discard a dead or conflicted edit and settle the one queued after it, atomically
+        (the policy is `app.sync.give_up`)."""
+        return give_up(self.store, job_id)
 
     def escalation_refused(self, job_id: int, problem: str) -> None:
         """The server refused to open the review (4xx): the conflict is the person's again,
         with the server's reason to show them."""
-        with storage_errors(self.store.path), self.store.db.atomic():
-            connection(self.store.db).execute(
-                "UPDATE conflicts SET status = 'open', review_key = NULL, review_problem = ? "
-                "WHERE job_id = ? AND status = 'escalating'",
-                (problem, job_id),
-            )
+        self.store.queue.escalation_refused(job_id, problem)
 
     def mark_escalated(self, job_id: int, review_id: str) -> None:
-        with storage_errors(self.store.path), self.store.db.atomic():
-            connection(self.store.db).execute(
-                "UPDATE conflicts SET status = 'escalated', review_id = ? WHERE job_id = ?",
-                (review_id, job_id),
-            )
+        self.store.queue.mark_escalated(job_id, review_id)
 
     def escalated(self) -> list[tuple[int, str, str]]:
         """(job_id, entity_id, review_id) of conflicts waiting for an admin."""
@@ -429,13 +293,7 @@ class Conflicts:
 
     def close_reviewed(self, job_id: int, decision: str, record: dict[str, Any]) -> None:
         """The admin decided: the server's record (resolved or kept) replaces the local edit."""
-        now = self.store.clock()
         with storage_errors(self.store.path), self.store.db.atomic():
-            conn = connection(self.store.db)
-            self.give_up(job_id)
-            apply_server_record(conn, record, now)
-            conn.execute(
-                "UPDATE conflicts SET status = 'resolved', resolved_at = ?, resolution = ? "
-                "WHERE job_id = ?",
-                (now, json.dumps({"outcome": f"admin {decision}"}), job_id),
-            )
+            give_up(self.store, job_id)
+            apply_server_record(connection(self.store.db), record, self.store.clock())
+            self.store.queue.record_resolution(job_id, None, {"outcome": f"admin {decision}"})

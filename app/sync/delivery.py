@@ -5,8 +5,6 @@ Synchronous (it runs on the store thread). The worker (`worker.py`) does the net
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +18,7 @@ from app.store.queue import ClaimedJob, Outcome
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from app.sync.errors import TransientError, classify_status, retry_reason
-from app.sync.merge import intent_applied, three_way, unknown_base
+from app.sync.merge import conflict_hold, intent_applied, three_way, unknown_base
 from app.sync.transport import Reply
 
 __all__ = [
@@ -28,7 +26,6 @@ __all__ = [
     "apply_replies",
     "build_mutation",
     "build_mutations",
-    "requeue_with",
 ]
 
 
@@ -70,25 +67,6 @@ def build_mutations(store: Store, jobs: list[ClaimedJob]) -> list[dict[str, Any]
     return [build_mutation(store, job) for job in jobs]
 
 
-def requeue_with(
-    store: Store, job_id: int, payload: dict[str, Any], base_version: int, now: float
-) -> None:
-    """Re-send a job with a new body: a new request, so a new idempotency key."""
-    connection(store.db).execute(
-        "UPDATE jobs SET payload = ?, idempotency_key = ?, base_version = ?, chained = 0, "
-        "status = 'pending', locked_by = NULL, locked_until = NULL, next_attempt_at = ?, "
-        "last_error = NULL, finished_at = NULL, updated_at = ? WHERE id = ?",
-        (
-            json.dumps(payload, separators=(",", ":")),
-            str(uuid.uuid4()),
-            base_version,
-            now,
-            now,
-            job_id,
-        ),
-    )
-
-
 def _record_of(reply: Reply, key: str) -> tuple[dict[str, Any] | None, str]:
     """The reply's record under ``key`` if the cache can store it, else None and why."""
     record = None if reply.body is None else reply.body.get(key)
@@ -118,7 +96,11 @@ def apply_replies(
     results: list[tuple[ClaimedJob, dict[str, Any], Reply | TransientError]],
     duration_ms: float,
 ) -> DeliveryReport:
-    """Record every job's outcome, and the server's records in the cache, atomically."""
+    """Record every job's outcome, and the server's records in the cache, atomically.
+
+    ``conflicts`` is unused: the queue keeps conflict holds now (it stays for the engine's
+    call until the engine's split drops it)."""
+    del conflicts
     report = DeliveryReport()
     queue = store.queue
     now = store.clock()
@@ -160,9 +142,7 @@ def apply_replies(
                 if current is None:
                     verdict_kind = "malformed"
                 else:
-                    _conflict(
-                        store, conflicts, conn, job, mutation, current, report, now, duration_ms
-                    )
+                    _conflict(store, conn, job, mutation, current, report, now, duration_ms)
                     continue
             if verdict_kind == "malformed":
                 problem = problem or "the reply is not the expected JSON"
@@ -186,11 +166,7 @@ def apply_replies(
         if successes:
             _record_successes(store, conn, successes, report, now, duration_ms)
         if report.tally:
-            conn.executemany(
-                "INSERT INTO counters (name, value) VALUES (?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
-                sorted(report.tally.items()),
-            )
+            queue.bump_many(sorted(report.tally.items()))
     return report
 
 
@@ -221,7 +197,6 @@ def _record_successes(
 
 def _conflict(
     store: Store,
-    conflicts: Conflicts,
     conn: Any,
     job: ClaimedJob,
     mutation: dict[str, Any],
@@ -261,18 +236,17 @@ def _conflict(
     apply_server_record(conn, current, now)
     if op == "update" and not current.get("deleted") and not merge.overlapping:
         # Changed on different fields: merge by itself and send only what the server lacks.
-        requeue_with(
-            store, job.id, {"op": "update", "fields": merge.patch}, current["version"], now
-        )
-        conn.execute(
-            "INSERT INTO attempts (job_id, started_at, duration_ms, outcome, http_status, error) "
-            "VALUES (?, ?, ?, 'auto_merged', 409, ?)",
-            (job.id, job.claimed_at, duration_ms, "merged with the server's newer version"),
+        queue.requeue_merged(
+            job,
+            {"op": "update", "fields": merge.patch},
+            current["version"],
+            Outcome("merged with the server's newer version", 409, duration_ms),
         )
         report.auto_merged += 1
         report.tally["conflicts_auto_merged"] += 1
         return
     queue.conflict(job, Outcome("the work order changed on the server", 409, duration_ms))
-    kind = conflicts.capture(job.id, job.entity_key, op, mine, base, current, merge)
-    report.tally[f"conflicts_{kind}"] += 1
-    report.conflicts.append((job.id, job.entity_key, kind))
+    hold = conflict_hold(job.entity_key, op, mine, base, current, merge)
+    queue.open_conflict(job.id, hold)
+    report.tally[f"conflicts_{hold.kind}"] += 1
+    report.conflicts.append((job.id, job.entity_key, hold.kind))

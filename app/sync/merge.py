@@ -10,8 +10,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.records import EDITABLE_FIELDS
+from app.store.jobs import ConflictHold
 
-__all__ = ["UNKNOWN_BASE", "Merge", "intent_applied", "three_way", "unknown_base"]
+__all__ = [
+    "UNKNOWN_BASE",
+    "Merge",
+    "conflict_hold",
+    "conflict_kind",
+    "intent_applied",
+    "three_way",
+    "unknown_base",
+]
 
 #: Stands for a base value nobody knows: it equals neither side, so both count as changed.
 UNKNOWN_BASE = object()
@@ -67,3 +76,40 @@ def intent_applied(op: str, fields: dict[str, Any], current: dict[str, Any]) -> 
     if current.get("deleted") and not fields.get("deleted", False):
         return False
     return all(current.get(name) == value for name, value in fields.items())
+
+
+def conflict_kind(op: str, mine: dict[str, Any], server: dict[str, Any]) -> str:
+    """What kind of disagreement a refused edit met: the conflict screen's headline."""
+    if op == "create":
+        return "exists"
+    if op == "delete":
+        return "edited_on_server"
+    if server.get("deleted") and not mine.get("deleted"):
+        return "deleted_on_server"
+    return "version"
+
+
+def conflict_hold(
+    entity_key: str,
+    op: str,
+    mine: dict[str, Any],
+    base: dict[str, Any] | None,
+    server: dict[str, Any],
+    merge: Merge,
+) -> ConflictHold:
+    """What the queue keeps of a conflict for the person who settles it."""
+    kind = conflict_kind(op, mine, server)
+    overlapping = tuple(merge.overlapping)
+    if kind != "version" and not overlapping:
+        # A delete against an edit, or an edit against a delete: always a person's call.
+        overlapping = ("deleted",)
+    return ConflictHold(
+        entity_key=entity_key,
+        kind=kind,
+        op=op,
+        base=base,
+        mine=mine,
+        server=server,
+        overlapping=overlapping,
+        auto_merged=dict(merge.auto_merged),
+    )

@@ -170,8 +170,7 @@ def make_dead(store: Store, title: str = "Broken pump", error: str = "", status:
 
 def make_conflict(store: Store, title: str = "Replace valve") -> tuple[str, int]:
     """A work order edited here and on the server: notes overlap, site merged by itself."""
-    from app.sync.conflicts import Conflicts
-    from app.sync.merge import three_way
+    from app.sync.merge import conflict_hold, three_way
 
     (entity_id,) = store.import_records([{"id": str(uuid.uuid4()), "title": title}])
     mark_synced(store)
@@ -192,8 +191,7 @@ def make_conflict(store: Store, title: str = "Replace valve") -> tuple[str, int]
         "updated_at": "2026-11-29T08:15:00Z",
     }
     with store.db.atomic():
-        Conflicts(store).capture(
-            job.id, entity_id, "update", mine, base, server, three_way(base, mine, server)
-        )
+        hold = conflict_hold(entity_id, "update", mine, base, server, three_way(base, mine, server))
+        store.queue.open_conflict(job.id, hold)
     store.queue.conflict(job, Outcome(error="version_conflict", http_status=409))
     return entity_id, job.id
