@@ -13,7 +13,7 @@ from app.credentials import scrub
 from app.mutations import intended_fields
 from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
-from app.store.db import WriteTransaction, connection
+from app.store.db import WriteTransaction
 from app.store.queue import ClaimedJob, Outcome
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
