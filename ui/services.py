@@ -7,6 +7,8 @@ then says sync is not running instead of pretending.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -58,8 +60,15 @@ class Services:
     server_url: str = ""
     #: The server's review queue, for the admin inbox (None: no server in this window).
     review_client: ReviewClient | None = None
+    #: The wall clock the screens word ages and countdowns by (a fake one in tests).
+    clock: Callable[[], float] = time.time
     #: Core writes; built over the bridge's bus when not given (its OpChanges reach the UI).
     operations: Operations = field(default=None)  # type: ignore[assignment]
+
+    @property
+    def online(self) -> bool:
+        """The engine last said the server answers."""
+        return self.bridge.connectivity in ("online", "degraded")
 
     def __post_init__(self) -> None:
         if self.operations is None:

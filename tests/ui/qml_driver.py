@@ -126,3 +126,34 @@ def check_phone_layout(window: QQuickWindow) -> None:
     if window.width() <= 400:
         assert overflowing(window) == []
         assert too_small_targets(window) == []
+
+
+def shown_texts(window: QQuickWindow) -> list[tuple[str, bool]]:
+    """(text, truncated) of every text a person can see now: its item and every ancestor
+    visible and not transparent, and inside the window. A hidden label is not in it."""
+    bounds = (0.0, 0.0, float(window.width()), float(window.height()))
+    found = []
+    for item in walk(window.contentItem()):
+        meta = item.metaObject()
+        # WORKAROUND: reading a property an item lacks returns None, and PySide6 6.12 drops
+        # a reference to None each time (CPython aborts after a few thousand): ask first.
+        if meta.indexOfProperty("text") < 0 or not item.isVisible():
+            continue
+        text = item.property("text")
+        if not isinstance(text, str) or not text:
+            continue
+        if item.opacity() == 0 or not _shown(item) or item.width() <= 0:
+            continue
+        rect = item.mapRectToScene(item.boundingRect())
+        if rect.right() < bounds[0] or rect.left() > bounds[2]:
+            continue
+        if rect.bottom() < bounds[1] or rect.top() > bounds[3]:
+            continue
+        truncated = meta.indexOfProperty("truncated") >= 0 and bool(item.property("truncated"))
+        found.append((text, truncated))
+    return found
+
+
+def shows(window: QQuickWindow, words: str) -> bool:
+    """Does a visible, untruncated text on screen contain `words`?"""
+    return any(words in text and not truncated for text, truncated in shown_texts(window))

@@ -3,11 +3,8 @@ sign-in and settings."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from app.store.errors import StorageBusyError
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from tests.ui.conftest import Runner, add_orders, make_conflict, make_dead
+from tests.ui.fake_engine import FakeEngine, FakeReport
 from ui.services import Services
 from ui.viewmodels import editor as editor_module
 from ui.viewmodels.conflicts import ConflictViewModel
@@ -28,47 +26,6 @@ from ui.viewmodels.editor import EditorViewModel
 from ui.viewmodels.settings import SettingsViewModel, load_sync_on_metered
 from ui.viewmodels.signin import SignInViewModel
 from ui.viewmodels.statusbar import StatusBarViewModel
-
-
-@dataclass
-class FakeReport:
-    sent: int = 0
-    received: int = 0
-    problem: str | None = None
-    detail: str = ""
-
-
-class FakeEngine:
-    """What the UI drives of the engine; counts wakes and "Sync now" calls."""
-
-    def __init__(self) -> None:
-        self.wakes = 0
-        self.revalidated: list[str] = []
-        self.config: Any = None
-        self.sync_calls = 0
-        self.report = FakeReport()
-
-    def wake(self) -> None:
-        self.wakes += 1
-
-    async def sync_now(self) -> FakeReport:
-        self.sync_calls += 1
-        await asyncio.sleep(0)
-        return self.report
-
-    def set_sync_on_metered(self, enabled: bool) -> None:
-        self.config = dataclasses.replace(self.config, sync_on_metered=enabled)
-        self.wake()
-
-    def revalidate(self, entity_id: str) -> None:
-        self.revalidated.append(entity_id)
-
-    def set_os_hint(self, online: bool | None, metered: bool = False) -> None:
-        pass
-
-    def health(self) -> dict[str, Any]:
-        return {"server": "online", "server_reason": "", "mutations": "ok", "clock_skew_s": 900}
-
 
 # -- editor -------------------------------------------------------------------------------
 

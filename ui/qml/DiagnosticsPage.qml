@@ -1,6 +1,7 @@
 // The core's metrics in words, with a queue-depth chart and the attempts histogram.
 import QtQuick
 import QtQuick.Controls
+import QtQuick.Dialogs
 import QtQuick.Layouts
 
 FsPage {
@@ -71,5 +72,30 @@ FsPage {
         objectName: "refreshButton"
         text: "Refresh"
         onClicked: page.vm.refresh()
+    }
+    FsButton {
+        // Every unsent change (and the failed ones) as one file: the safety net.
+        objectName: "exportPendingButton"
+        text: "Export pending changes…"
+        enabled: !page.app.pendingExport.busy
+        onClicked: exportDialog.open()
+    }
+    FsLabel {
+        objectName: "exportResult"
+        text: page.app.pendingExport.lastResult
+        visible: text !== ""
+        wrapMode: Text.WrapAnywhere
+        Layout.fillWidth: true
+    }
+
+    FileDialog {
+        id: exportDialog
+        objectName: "exportDialog"
+        title: "Export pending changes"
+        fileMode: FileDialog.SaveFile
+        nameFilters: ["JSON files (*.json)"]
+        currentFolder: page.app.pendingExport.folderUrl
+        selectedFile: page.app.pendingExport.folderUrl + "/" + page.app.pendingExport.suggestedName
+        onAccepted: page.app.pendingExport.exportTo(selectedFile.toString())
     }
 }

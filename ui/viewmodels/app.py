@@ -16,6 +16,7 @@ from ui.viewmodels.conflicts import ConflictViewModel
 from ui.viewmodels.deadletters import DeadLetterModel
 from ui.viewmodels.diagnostics import DiagnosticsViewModel
 from ui.viewmodels.editor import EditorViewModel
+from ui.viewmodels.export import PendingExportViewModel
 from ui.viewmodels.review import ReviewViewModel
 from ui.viewmodels.settings import SettingsViewModel
 from ui.viewmodels.signin import SignInViewModel
@@ -71,8 +72,9 @@ class AppViewModel(QObject):
         self._conflicts = ConflictViewModel(services, self)
         self._review = ReviewViewModel(services.review_client, self)
         self._settings = SettingsViewModel(services, self)
+        self._export = PendingExportViewModel(services, self)
         sources = (self._status, self._editor, self._dead, self._conflicts, self._review)
-        for source in (*sources, self._settings, self._work_orders):
+        for source in (*sources, self._settings, self._work_orders, self._export):
             connect(source.message, self.message.emit)
         connect(self._editor.saved, self.on_editor_saved)
         connect(self._editor.changed, self.titleChanged.emit)
@@ -114,6 +116,7 @@ class AppViewModel(QObject):
             self._conflicts,
             self._review,
             self._settings,
+            self._export,
         )
 
     # -- navigation -------------------------------------------------------------------------
@@ -236,3 +239,7 @@ class AppViewModel(QObject):
     @Property(QObject, constant=True)
     def settings(self) -> SettingsViewModel:
         return self._settings
+
+    @Property(QObject, constant=True)
+    def pendingExport(self) -> PendingExportViewModel:
+        return self._export

@@ -20,7 +20,9 @@ class Badge:
     detail: str  # longer, on tap / hover
 
 
-def badge_for(state: EntityJobState | None, now: float) -> Badge:
+def badge_for(state: EntityJobState | None, now: float, *, online: bool = False) -> Badge:
+    """The badge of one work order; ``online``: the engine last said the server answers
+    (a pending edit is then on its way, not waiting for the server to come back)."""
     if state is None:
         return Badge("synced", "Synced", "The server has every change to this work order.")
     waiting = state.pending + state.leased
@@ -66,6 +68,8 @@ def badge_for(state: EntityJobState | None, now: float) -> Badge:
         return Badge(
             "pending",
             f"Pending ({waiting} {noun})",
-            "Saved on this device; will be sent when the server is reachable.",
+            "Saved on this device; being sent to the server."
+            if online
+            else "Saved on this device; will be sent when the server is reachable.",
         )
     return Badge("synced", "Synced", "The server has every change to this work order.")

@@ -8,7 +8,6 @@ operation's OpChanges names the record. Validation uses the mutation contract
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from app.mutations import validate_mutation
@@ -98,6 +97,7 @@ class EditorViewModel(QObject):
         self._clock_timer = QTimer(self, interval=1000)
         connect(self._clock_timer.timeout, self.changed.emit)
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
+        connect(services.bridge.connectivityChanged, self.on_bridge_connectivity_changed)
         connect(self.changed, self.on_changed)
 
     # -- slots ------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ class EditorViewModel(QObject):
                 "Saved on this device. It waits behind a change of this work order that needs "
                 "you: retry or discard the failed change, or resolve the conflict."
             )
-        elif self._services.bridge.connectivity in ("online", "degraded"):
+        elif self._services.online:
             self.message.emit("Saved. Sending…")
         else:
             self.message.emit("Saved on this device; will be sent when the server is reachable.")
@@ -241,6 +241,10 @@ class EditorViewModel(QObject):
             self._clock_timer.start()
         elif not counting and self._clock_timer.isActive():
             self._clock_timer.stop()
+
+    def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
+        if self.unsynced:
+            self.changed.emit()  # "will be sent when reachable" / "being sent"
 
     def on_bridge_op_changes(
         self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
@@ -357,17 +361,17 @@ class EditorViewModel(QObject):
 
     @Property(str, notify=changed)
     def badge(self) -> str:
-        return badge_for(self._state, time.time()).kind
+        return badge_for(self._state, self._services.clock(), online=self._services.online).kind
 
     @Property(str, notify=changed)
     def badgeText(self) -> str:
-        return badge_for(self._state, time.time()).text
+        return badge_for(self._state, self._services.clock(), online=self._services.online).text
 
     @Property(str, notify=changed)
     def syncText(self) -> str:
         if self.isNew:
             return "New work order — saved on this device first, then sent to the server."
-        return badge_for(self._state, time.time()).detail
+        return badge_for(self._state, self._services.clock(), online=self._services.online).detail
 
     @Property(list, constant=True)
     def statusValues(self) -> list[str]:

@@ -7,8 +7,6 @@ timer only re-words ages ("12 s ago" → "13 s ago"), once a second while they a
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from app.store.deadletters import last_synced_at
@@ -56,22 +54,16 @@ class StatusBarViewModel(QObject):
     changed = Signal()
     message = Signal(str)
 
-    def __init__(
-        self,
-        services: Services,
-        parent: QObject | None = None,
-        *,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
+    def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._clock = clock
+        self._clock = services.clock
         self._tasks = TaskOwner(on_condition=self.message.emit)
         self._connectivity = "connecting" if services.engine is not None else "stopped"
         self._reason = ""
         self._depth: dict[str, int] = {}
         self._oldest_age: float | None = None
-        self._oldest_seen_at = clock()
+        self._oldest_seen_at = self._clock()
         self._last_sync: float | None = None
         self._progress = (0, 0, "idle")
         self._syncing_now = False

@@ -7,7 +7,6 @@ asks for more with `fetchMore` as it scrolls, and core events repaint just the r
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from app.store.deadletters import EntityJobState, job_states
@@ -114,6 +113,7 @@ class WorkOrderListModel(QAbstractListModel):
         connect(bridge.recordsChanged, self.on_bridge_records_changed)
         connect(bridge.jobStateChanged, self.on_bridge_job_state_changed)
         connect(bridge.opChanges, self.on_bridge_op_changes)
+        connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
 
     # -- Qt model API -----------------------------------------------------------------------
 
@@ -256,6 +256,12 @@ class WorkOrderListModel(QAbstractListModel):
         self._dirty.update(entity_ids)
         self._repaint_timer.start()
 
+    def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
+        if self._rows:  # a pending row's detail says whether it is on its way
+            self.dataChanged.emit(
+                self.index(0), self.index(len(self._rows) - 1), [_ROLES["badgeDetail"]]
+            )
+
     def on_bridge_op_changes(
         self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
     ) -> None:
@@ -354,7 +360,9 @@ class WorkOrderListModel(QAbstractListModel):
             return STATUS_LABELS.get(row["status"], row["status"])
         if name == "pendingEdits":
             return int(row["pending_edits"])
-        badge = badge_for(self._states.get(row["id"]), time.time())
+        badge = badge_for(
+            self._states.get(row["id"]), self._services.clock(), online=self._services.online
+        )
         return {"badge": badge.kind, "badgeText": badge.text, "badgeDetail": badge.detail}[name]
 
     def _set_total(self, total: int) -> None:
