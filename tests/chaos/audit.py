@@ -71,6 +71,7 @@ class Audit:
     wrong_values: list[str] = field(default_factory=list)
     #: Fields compared with the last acknowledged job that set them (`check_values`).
     values_checked: int = 0
+    server_records: int = 0
     intended: int = 0
     applied: int = 0
     conflicts: int = 0
@@ -106,31 +107,50 @@ def _ro(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def read_server(db_path: Path) -> ServerState:
-    conn = _ro(db_path)
+def _server_rows(target: Path | str, sql: str) -> list[dict[str, Any]]:
+    """Rows of the server's database: a SQLite file, or a `postgresql://` URL."""
+    if isinstance(target, str):
+        import psycopg2
+        import psycopg2.extras
+
+        pg = psycopg2.connect(target)
+        try:
+            with pg.cursor(cursor_factory=psycopg2.extras.RealDictCursor) as cursor:
+                cursor.execute(sql)
+                return [dict(row) for row in cursor.fetchall()]
+        finally:
+            pg.close()
+    conn = _ro(target)
     try:
-        records = {row["id"]: dict(row) for row in conn.execute("SELECT * FROM work_order")}
-        devices = {row["name"]: row["id"] for row in conn.execute("SELECT id, name FROM device")}
-        effects: dict[tuple[int, str], tuple[int | None, str | None]] = {}
-        answered: dict[tuple[int, str], dict[str, Any]] = {}
-        in_use: list[tuple[int, str]] = []
-        for row in conn.execute(
-            "SELECT device_id, key, state, status_code, response_body FROM idempotency_key"
-        ):
-            where = (row["device_id"], row["key"])
-            entity = None
-            if row["response_body"]:
-                body = json.loads(row["response_body"])
-                record = body.get("record") or body.get("current") or {}
-                entity = record.get("id")
-                if row["status_code"] in (200, 201) and body.get("record"):
-                    answered[where] = body["record"]
-            status = row["status_code"] if row["state"] == "done" else None
-            if row["state"] != "done":
-                in_use.append(where)
-            effects[where] = (status, entity)
+        return [dict(row) for row in conn.execute(sql)]
     finally:
         conn.close()
+
+
+def read_server(target: Path | str) -> ServerState:
+    """The server's state, from its SQLite file (a Path) or its PostgreSQL URL."""
+    records = {row["id"]: row for row in _server_rows(target, "SELECT * FROM work_order")}
+    devices = {
+        row["name"]: row["id"] for row in _server_rows(target, "SELECT id, name FROM device")
+    }
+    effects: dict[tuple[int, str], tuple[int | None, str | None]] = {}
+    answered: dict[tuple[int, str], dict[str, Any]] = {}
+    in_use: list[tuple[int, str]] = []
+    for row in _server_rows(
+        target, "SELECT device_id, key, state, status_code, response_body FROM idempotency_key"
+    ):
+        where = (row["device_id"], row["key"])
+        entity = None
+        if row["response_body"]:
+            body = json.loads(row["response_body"])
+            record = body.get("record") or body.get("current") or {}
+            entity = record.get("id")
+            if row["status_code"] in (200, 201) and body.get("record"):
+                answered[where] = body["record"]
+        status = row["status_code"] if row["state"] == "done" else None
+        if row["state"] != "done":
+            in_use.append(where)
+        effects[where] = (status, entity)
     return ServerState(records, devices, effects, answered, in_use)
 
 
@@ -155,7 +175,7 @@ def read_device(name: str, data_dir: Path) -> DeviceState:
 
 
 def audit(server: ServerState, devices: list[DeviceState]) -> Audit:
-    result = Audit()
+    result = Audit(server_records=len(server.records))
     acknowledged: set[tuple[int, str]] = set()
     for device in devices:
         _audit_device(server, device, result, acknowledged)

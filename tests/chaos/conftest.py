@@ -11,10 +11,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.chaos.helpers import LARGE
 from tests.chaos.proxy import FaultProxy
 from tests.support.serve import ServerProcess
-
-LARGE = os.environ.get("FIELDSYNC_CHAOS_SCALE", "").lower() == "large"
 
 
 @dataclass(frozen=True)
@@ -25,13 +24,19 @@ class Scale:
     fault_rate: float
     storm_devices: int
     fuzz_examples: int
+    #: The server-kill run: devices × edits while the server is SIGKILLed `server_kills` times.
+    server_kills: int
+    kill_devices: int
+    kill_edits: int
 
 
 SCALE = (
-    Scale(devices=8, edits=60, kills=4, fault_rate=0.4, storm_devices=120, fuzz_examples=60)
+    Scale(devices=8, edits=60, kills=4, fault_rate=0.4, storm_devices=120, fuzz_examples=60,
+          server_kills=16, kill_devices=6, kill_edits=80)
     if LARGE
-    else Scale(devices=4, edits=20, kills=2, fault_rate=0.35, storm_devices=40, fuzz_examples=12)
-)
+    else Scale(devices=4, edits=20, kills=2, fault_rate=0.35, storm_devices=40, fuzz_examples=12,
+               server_kills=5, kill_devices=3, kill_edits=30)
+)  # fmt: skip
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,17 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results_file import RESULTS_DIR, write_results
 from server.embedded import provision_device
 
 REPO = Path(__file__).resolve().parents[2]
-FIGURES_ENV = "FIELDSYNC_CHAOS_FIGURES"
+LARGE = os.environ.get("FIELDSYNC_CHAOS_SCALE", "").lower() == "large"
+RESULTS_ENV = "FIELDSYNC_CHAOS_RESULTS"
+RESULTS_NAME = "chaos-large" if LARGE else "chaos"
 
 
 def fieldsync_command() -> list[str]:
@@ -154,13 +158,31 @@ def fill_disk(directory: Path) -> Path:
 # -- figures -------------------------------------------------------------------------------------
 
 
+def results_path() -> Path | None:
+    """Where `$FIELDSYNC_CHAOS_RESULTS` asks the figures to go: `1` for the committed file of
+    this scale (`benchmarks/results/chaos.json`, or `chaos-large.json` under
+    `FIELDSYNC_CHAOS_SCALE=large`), any other value a path; unset or `0`, nowhere (`make
+    test` never rewrites committed files)."""
+    wanted = os.environ.get(RESULTS_ENV, "").strip()
+    if wanted in ("", "0"):
+        return None
+    if wanted != "1":
+        return Path(wanted)
+    return RESULTS_DIR / f"{RESULTS_NAME}.json"
+
+
 def record_figures(name: str, figures: dict[str, Any]) -> None:
-    """Print the figures; also merge them into `$FIELDSYNC_CHAOS_FIGURES` (JSON) if set."""
+    """Print the figures of one chaos run; with `$FIELDSYNC_CHAOS_RESULTS`, also merge them
+    as section `name` into the results file (the other sections are kept, each with the time
+    it was measured), through `benchmarks/results_file.py`."""
     print(f"\nFIGURES {name}: {json.dumps(figures, sort_keys=True)}")
-    target = os.environ.get(FIGURES_ENV)
-    if not target:
+    target = results_path()
+    if target is None:
         return
-    path = Path(target)
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data[name] = figures
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    try:
+        sections = dict(json.loads(target.read_text())["results"])
+    except FileNotFoundError:
+        sections = {}
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    sections[name] = {**figures, "scale": "large" if LARGE else "test", "measured_at": stamp}
+    write_results(RESULTS_NAME, dict(sorted(sections.items())), target)

@@ -33,6 +33,7 @@ __all__ = [
     "PASS",
     "Fault",
     "FaultProxy",
+    "ForcedFaults",
     "RandomPlan",
     "RequestInfo",
     "RequestRecord",
@@ -190,6 +191,29 @@ class RandomPlan:
         return fault
 
 
+class ForcedFaults:
+    """`plan`, except that the n-th request under `prefix` (n counted from 0, for each n in
+    `at`) gets `fault`. A seeded plan may happen to draw no lost response on the path that
+    matters; these make sure the run has some, whatever the seed."""
+
+    def __init__(self, plan: Plan, prefix: str, at: Sequence[int], fault: Fault) -> None:
+        self.plan = plan
+        self.prefix = prefix
+        self.at = frozenset(at)
+        self.fault = fault
+        self._seen = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, info: RequestInfo) -> Fault:
+        if info.path.startswith(self.prefix):
+            with self._lock:
+                index = self._seen
+                self._seen += 1
+            if index in self.at:
+                return self.fault
+        return self.plan(info)
+
+
 class FaultProxy:
     """See the module docstring. `start()` returns self once the proxy accepts connections."""
 
@@ -228,6 +252,10 @@ class FaultProxy:
 
     def set_plan(self, plan: Plan) -> None:
         self.plan = plan
+
+    def set_upstream(self, upstream: tuple[str, int]) -> None:
+        """Forward to another server from the next request on (a restarted one)."""
+        self.upstream = upstream
 
     def link_down(self) -> None:
         self._call(self._down())

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from app.store.store import Store
-from tests.chaos.audit import audit, check_values, read_device, read_server
-from tests.chaos.helpers import Device, add_device, fill_disk, run_cli, small_disk
+from tests.chaos.audit import Audit, audit, check_values, read_device, read_server
+from tests.chaos.helpers import Device, add_device, fill_disk, record_figures, run_cli, small_disk
 from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo
 from tests.support.serve import ServerProcess
 
@@ -58,6 +58,15 @@ def disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip(f"needs a small filesystem to fill: {exc}")
 
 
+@pytest.fixture
+def runners() -> Iterator[list[Device]]:
+    """Devices to SIGKILL when the test ends, passed or not (their disk is unmounted next)."""
+    started: list[Device] = []
+    yield started
+    for device in started:
+        device.kill()
+
+
 def wait_until(condition: object, timeout: float, what: str, device: Device) -> None:
     deadline = time.monotonic() + timeout
     while not condition():  # type: ignore[operator]
@@ -89,7 +98,7 @@ def done_jobs(data_dir: Path) -> int:
         conn.close()
 
 
-def check_everything(server: ServerProcess, devices: list[Device]) -> None:
+def check_everything(server: ServerProcess, devices: list[Device]) -> Audit:
     states = []
     for device in devices:
         state = read_device(device.name, device.data_dir)
@@ -101,6 +110,7 @@ def check_everything(server: ServerProcess, devices: list[Device]) -> None:
     assert result.ok, result.problems()
     assert result.dead == 0
     assert result.intended == sum(d.setup_jobs for d in devices)
+    return result
 
 
 def make_edits(data_dir: Path, tag: str, creates: int, updates: int) -> int:
@@ -118,10 +128,15 @@ def make_edits(data_dir: Path, tag: str, creates: int, updates: int) -> int:
 
 @pytest.mark.slow
 def test_disk_full_while_recording_acks_loses_nothing_and_resumes(
-    tmp_path: Path, server_process: ServerProcess, proxy: FaultProxy, disk: Path
+    tmp_path: Path,
+    server_process: ServerProcess,
+    proxy: FaultProxy,
+    disk: Path,
+    runners: list[Device],
 ) -> None:
     token = add_device(server_process.db_url, "phone")
     phone = Device("phone", disk, token, [], seed=1, log_path=tmp_path / "phone.out")
+    runners.append(phone)
     phone.setup_jobs = make_edits(phone.data_dir, "ack", creates=12, updates=8)
     plan = FillDiskOn(disk, "/v1/mutations")
     proxy.set_plan(plan)
@@ -139,21 +154,34 @@ def test_disk_full_while_recording_acks_loses_nothing_and_resumes(
     assert done_jobs(phone.data_dir) == 0
 
     plan.free()
+    freed = time.monotonic()
     assert phone.wait(90) == 0, phone.output()
+    resumed_s = time.monotonic() - freed
     assert server_keys(server_process.db_url, "phone") == phone.setup_jobs
-    check_everything(server_process, [phone])
+    result = check_everything(server_process, [phone])
     # The batches acknowledged on the wire but not on the disk were sent again and replayed.
     state = read_device("phone", phone.data_dir)
+    record_figures("disk_full_acks", {
+        "edits": phone.setup_jobs, "applied_while_disk_full": applied,
+        "replays_detected_by_server": result.replays_detected, "lost": len(result.lost),
+        "duplicated": len(result.duplicated), "wrong_values": len(result.wrong_values),
+        "dead": result.dead, "done_after_space_returned_s": round(resumed_s, 1),
+    })  # fmt: skip
     assert state.counters.get("duplicates_detected", 0) >= applied, state.counters
 
 
 @pytest.mark.slow
 def test_disk_full_while_applying_a_pull_loses_nothing_and_resumes(
-    tmp_path: Path, server_process: ServerProcess, proxy: FaultProxy, disk: Path
+    tmp_path: Path,
+    server_process: ServerProcess,
+    proxy: FaultProxy,
+    disk: Path,
+    runners: list[Device],
 ) -> None:
     office = Device("office", tmp_path, add_device(server_process.db_url, "office"), [], 2)
     phone = Device("phone", disk, add_device(server_process.db_url, "phone"), [], 3,
                    log_path=tmp_path / "phone.out")  # fmt: skip
+    runners.append(phone)
     office.setup_jobs = make_edits(office.data_dir, "pull", creates=150, updates=20)
     done = run_cli(office.data_dir, "sync", "--until-idle", "--timeout", "60",
                    server=server_process.base_url, token=office.token)  # fmt: skip
@@ -171,11 +199,18 @@ def test_disk_full_while_applying_a_pull_loses_nothing_and_resumes(
         assert pulled.fetchone()[0] == 0  # the page that met the full disk: not half-applied
 
     plan.free()
+    freed = time.monotonic()
     assert phone.wait(90) == 0, phone.output()
+    resumed_s = time.monotonic() - freed
     with sqlite3.connect(f"file:{phone.data_dir / 'fieldsync.sqlite3'}?mode=ro", uri=True) as db:
         pulled = db.execute("SELECT COUNT(*) FROM work_orders WHERE title LIKE 'pull %'")
         assert pulled.fetchone()[0] == 150
     done = run_cli(office.data_dir, "sync", "--until-idle", "--timeout", "60",
                    server=server_process.base_url, token=office.token)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    check_everything(server_process, [office, phone])
+    result = check_everything(server_process, [office, phone])
+    record_figures("disk_full_pull", {
+        "records_pulled": 150, "lost": len(result.lost), "duplicated": len(result.duplicated),
+        "wrong_values": len(result.wrong_values), "diverged_cache_records": len(result.diverged),
+        "dead": result.dead, "done_after_space_returned_s": round(resumed_s, 1),
+    })  # fmt: skip

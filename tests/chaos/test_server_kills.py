@@ -1,0 +1,163 @@
+"""The server process SIGKILLed again and again while devices deliver: nothing lost or doubled.
+
+A real `fieldsync-server serve` (SQLite, then PostgreSQL) behind the proxy, which passes every
+request untouched: the only fault is the kill. Device processes (`device_runner.py`, the real
+store and engine) make seeded edits with unique markers; at seeded moments the test waits for
+a mutation to reach the server, lets it run for up to 30 ms (inside the claim, the effect or
+the commit) and SIGKILLs the server, then starts a new one on the same database and points
+the proxy at it. Afterwards every device settles with clean syncs and the audit compares the
+database with every device, field by field; no idempotency key may be left in use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from app.records import EDITABLE_FIELDS
+from tests.chaos.audit import read_device
+from tests.chaos.conftest import LARGE, SCALE
+from tests.chaos.fleet import (
+    MUTATIONS,
+    audit_figures,
+    audit_fleet,
+    create_shared,
+    drive,
+    make_plan,
+    settle,
+)
+from tests.chaos.helpers import Device, add_device, record_figures
+from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo
+from tests.support.postgres import running_postgres
+from tests.support.serve import ServerProcess
+
+PACE = 0.4
+
+
+class MutationSeen:
+    """A pass-through plan that tells the test when a mutation is on its way to the server."""
+
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+
+    def __call__(self, info: RequestInfo) -> Fault:
+        if info.path.startswith(MUTATIONS):
+            self.seen.set()
+        return PASS
+
+
+class Restarts:
+    """The server of the moment: SIGKILL it, start the next on the same database."""
+
+    def __init__(self, db_url: str, proxy: FaultProxy) -> None:
+        self.db_url = db_url
+        self.proxy = proxy
+        self.current = ServerProcess(db_url).start()
+        self.log: list[str] = []
+        self.kills = 0
+        self.downtime_s: list[float] = []
+
+    def upstream(self) -> tuple[str, int]:
+        parts = urlsplit(self.current.base_url)
+        return parts.hostname or "127.0.0.1", parts.port or 80
+
+    def kill_and_restart(self) -> None:
+        os.kill(self.current.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        self.kills += 1
+        self.current.stop()  # reaps it
+        self.log += self.current.lines
+        self.current = ServerProcess(self.db_url).start()
+        self.proxy.set_upstream(self.upstream())
+        self.downtime_s.append(time.monotonic() - killed_at)
+
+    def stop(self) -> None:
+        self.current.stop()
+        self.log += self.current.lines
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'server.sqlite3'}"
+        return
+    with running_postgres() as cluster:
+        yield cluster.create_database("kills")
+
+
+@pytest.mark.slow
+def test_server_sigkilled_while_devices_deliver(
+    tmp_path: Path, db_url: str, chaos_seed: int
+) -> None:
+    rng = random.Random(chaos_seed)
+    seen = MutationSeen()
+    proxy = FaultProxy(("127.0.0.1", 9), seen)
+    servers = Restarts(db_url, proxy)
+    proxy.set_upstream(servers.upstream())
+    proxy.start()
+    try:
+        names = [f"device-{i}" for i in range(SCALE.kill_devices)]
+        devices = [
+            Device(name, tmp_path / "devices", add_device(db_url, name), [], chaos_seed + i)
+            for i, name in enumerate(names)
+        ]
+        shared = create_shared(servers.current.base_url, devices, rng)
+        for device in devices:
+            plan = make_plan(rng, device.name, SCALE.kill_edits, shared)
+            device.plan_path.write_text(json.dumps(plan))
+        window = SCALE.kill_edits * PACE / 2
+        schedule = sorted(rng.uniform(1.0, window) for _ in range(SCALE.server_kills))
+        in_flight = [rng.uniform(0.0, 0.03) for _ in schedule]
+        mid_request = 0
+
+        def tick(elapsed: float) -> bool:
+            nonlocal mid_request
+            if schedule and schedule[0] <= elapsed:
+                schedule.pop(0)
+                seen.seen.clear()
+                # Kill while a mutation is being applied, if one comes within a second.
+                if seen.seen.wait(1.0):
+                    mid_request += 1
+                    time.sleep(in_flight.pop(0))
+                servers.kill_and_restart()
+            return bool(schedule)
+
+        quiesced = drive(devices, proxy.base_url, PACE, 540 if LARGE else 240, tick)
+        settle(servers.current.base_url, devices)
+        result, in_use = audit_fleet(db_url, devices)
+    finally:
+        proxy.stop()
+        servers.stop()
+
+    counters = [read_device(d.name, d.data_dir).counters for d in devices]
+    takeovers = sum("idempotency claim taken over" in line for line in servers.log)
+    figures = {
+        "seed": chaos_seed,
+        "backend": db_url.split(":", 1)[0],
+        "devices": len(devices),
+        "edits_per_device": SCALE.kill_edits,
+        "server_kills": servers.kills,
+        "kills_during_a_mutation": mid_request,
+        "restart_s_median": round(sorted(servers.downtime_s)[len(servers.downtime_s) // 2], 2),
+        "in_use_answers": sum(c.get("retry_reason:key_in_use", 0) for c in counters),
+        "claims_taken_over": takeovers,
+        **audit_figures(result, in_use),
+        "time_to_quiesce_s": round(quiesced, 1),
+    }
+    record_figures(f"server_kills_{figures['backend']}", figures)
+    assert result.ok, f"seed {chaos_seed}:\n{result.problems()}"
+    assert result.dead == 0, figures
+    assert in_use == 0, figures
+    assert servers.kills == SCALE.server_kills
+    assert mid_request >= (SCALE.server_kills + 1) // 2, figures
+    assert result.server_records > len(shared)
+    assert result.values_checked == len(EDITABLE_FIELDS) * result.server_records
