@@ -1,35 +1,49 @@
 # The two commands a newcomer needs: `make run` and `make test`.
+# `make run` installs only what running needs: the app, the embedded server's extra
+# (fieldsync[server]) and the libraries Qt loads. `make test` adds the dev tools and every
+# system package the tests use (PostgreSQL, a keyring, validators).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: run test lint system-deps chaos bench clean
+.PHONY: run test lint system-deps system-deps-run chaos bench clean
 
-run: system-deps $(STAMP)
+run: system-deps-run $(RUN_STAMP)
 	$(BIN)/fieldsync-gui
 
-test: system-deps $(STAMP) lint
+test: system-deps $(TEST_STAMP) lint
 	QT_QPA_PLATFORM=offscreen QT_QUICK_BACKEND=software $(BIN)/pytest
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 system-deps:
-	@sh scripts/system-deps.sh
+	@sh scripts/system-deps.sh test
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+system-deps-run:
+	@sh scripts/system-deps.sh run
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-chaos: system-deps $(STAMP)
+$(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[server]'
+	touch $(RUN_STAMP)
+
+# The test install covers the run one.
+$(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,server]'
+	touch $(TEST_STAMP) $(RUN_STAMP)
+
+chaos: system-deps $(TEST_STAMP)
 	FIELDSYNC_CHAOS_SCALE=large $(BIN)/pytest tests/chaos
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/queue_bench.py --json bench-results/queue.json
 
 clean:

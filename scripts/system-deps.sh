@@ -1,14 +1,31 @@
 #!/bin/sh
-# Debian packages the app and its tests need beyond Python wheels:
-# the libraries PySide6 loads offscreen, PostgreSQL for the server tests, a Secret Service
-# (gnome-keyring + dbus) for the keyring tests, and the desktop/AppStream/Flatpak validators.
+# Debian packages Fieldsync needs beyond Python wheels, in two sets:
+#   run   what running the app needs: the libraries PySide6 loads (EGL/GL, xkbcommon, the xcb
+#         platform plugin's libraries, fontconfig, D-Bus client library) and a font;
+#   test  everything `run` has, plus what the tests need: PostgreSQL for the server tests, a
+#         Secret Service (gnome-keyring + dbus) for the keyring tests, and the desktop,
+#         AppStream and Flatpak validators.
+# Usage: sh scripts/system-deps.sh [run|test] [--list]   (default: test; --list prints the set)
 # Installs what is missing when run as root with apt-get; otherwise prints the command and fails.
 set -eu
 
-PACKAGES="libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
+RUN_PACKAGES="libegl1 libgl1 libxkbcommon0 libxkbcommon-x11-0 libfontconfig1 libdbus-1-3 \
 libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-randr0 \
-libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1 fonts-dejavu-core \
-postgresql gnome-keyring dbus desktop-file-utils appstream flatpak-builder"
+libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1 fonts-dejavu-core"
+
+TEST_PACKAGES="postgresql gnome-keyring dbus desktop-file-utils appstream flatpak-builder"
+
+case "${1:-test}" in
+    run) PACKAGES="$RUN_PACKAGES" ;;
+    test) PACKAGES="$RUN_PACKAGES $TEST_PACKAGES" ;;
+    *) echo "usage: $0 [run|test] [--list]" >&2; exit 2 ;;
+esac
+
+if [ "${2:-}" = "--list" ]; then
+    # shellcheck disable=SC2086
+    printf '%s\n' $PACKAGES
+    exit 0
+fi
 
 missing=""
 for pkg in $PACKAGES; do

@@ -18,9 +18,30 @@ from typing import Any
 from app.credentials import CredentialsError, get_token, store_token
 from ui.tasks import Executor
 
-__all__ = ["embedded_account", "start_embedded_server"]
+__all__ = ["EmbeddedServerUnavailable", "embedded_account", "start_embedded_server"]
 
 log = logging.getLogger("fieldsync.gui")
+
+#: The packages of the `server` extra; the app itself never needs them.
+SERVER_PACKAGES = frozenset({"fastapi", "starlette", "uvicorn", "psycopg2"})
+
+
+class EmbeddedServerUnavailable(RuntimeError):
+    """The local server `make run` starts needs the `fieldsync[server]` extra."""
+
+
+def _require_server_extra() -> None:
+    """Import the server's web stack, or say plainly what to install (or to pass --server)."""
+    try:
+        import server.embedded  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in SERVER_PACKAGES:
+            raise
+        raise EmbeddedServerUnavailable(
+            f"the embedded sync server needs the fieldsync[server] extra ({exc.name} is not "
+            "installed): pip install 'fieldsync[server]', or start with --server URL to sync "
+            "with a running server"
+        ) from exc
 
 
 def embedded_account(data_dir: Path) -> str:
@@ -52,7 +73,10 @@ def _stored_token(account: str) -> str | None:
 
 
 async def start_embedded_server(data_dir: Path, executor: Executor) -> tuple[Any, str]:
-    """Start the server on loopback with its SQLite file in `data_dir`; (server, token)."""
+    """Start the server on loopback with its SQLite file in `data_dir`; (server, token).
+
+    Raises EmbeddedServerUnavailable when the `server` extra is not installed."""
+    _require_server_extra()
     from server.embedded import provision_device, start_server
 
     server_dir = data_dir / "embedded-server"

@@ -27,7 +27,7 @@ from app.store.errors import StoreError
 from app.store.store import Store
 from ui import crash
 from ui.bridge import Bridge
-from ui.embedded import start_embedded_server
+from ui.embedded import EmbeddedServerUnavailable, start_embedded_server
 from ui.qt import QApplication, QNetworkInformation, QQmlApplicationEngine, connect
 from ui.services import Services
 from ui.viewmodels.app import PAGES, AppViewModel
@@ -103,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             code = loop.run_until_complete(_run(app, args, store, executor))
         return code
+    except EmbeddedServerUnavailable as exc:
+        print(f"fieldsync-gui: {exc}", file=sys.stderr)
+        return 2
     finally:
         executor.shutdown()
         store.close()
