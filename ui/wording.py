@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 __all__ = [
     "CONNECTIVITY_WORDS",
@@ -85,10 +86,35 @@ def time_until(at: float | None, now: float) -> str:
     return "now" if delta < 1 else f"in {_span(delta)}"
 
 
-def when(timestamp: float | None) -> str:
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _local_words(moment: dt.datetime, now: dt.datetime) -> str:
+    """ "14:02 today", "14:02 yesterday", "14:02 on Monday" (this week), "14:02 on 29 Nov",
+    "14:02 on 29 Nov 2025": a local time a person reads at a glance, and that follows "at"."""
+    clock = moment.strftime("%H:%M")
+    days = (now.date() - moment.date()).days
+    if days == 0:
+        return f"{clock} today"
+    if days == 1:
+        return f"{clock} yesterday"
+    if days == -1:
+        return f"{clock} tomorrow"
+    if 1 < days < 7:
+        return f"{clock} on {_WEEKDAYS[moment.weekday()]}"
+    day = f"{moment.day} {_MONTHS[moment.month - 1]}"
+    if moment.year != now.year:
+        day += f" {moment.year}"
+    return f"{clock} on {day}"
+
+
+def when(timestamp: float | None, now: float | None = None) -> str:
+    """A device-clock epoch time in local words (never an ISO string)."""
     if timestamp is None:
         return "—"
-    return dt.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+    current = dt.datetime.fromtimestamp(time.time() if now is None else now)
+    return _local_words(dt.datetime.fromtimestamp(timestamp), current)
 
 
 def size_in_words(n_bytes: int) -> str:
@@ -141,12 +167,15 @@ def error_in_words(error: str | None, http_status: int | None = None) -> str:
     return f"{lead} ({text})" if text else lead
 
 
-def iso_when(value: str | None) -> str:
-    """The server's ISO-8601 UTC time in the device's local time, as `wording.when` shows."""
+def iso_when(value: str | None, now: float | None = None) -> str:
+    """The server's ISO-8601 UTC time in the device's local time and words, as `when` shows;
+    a value that is no time at all is shown as "an unknown time", never raw."""
     if not value:
         return "—"
     try:
         moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        return value
-    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+        return "an unknown time"
+    if moment.tzinfo is None:  # the server writes UTC; a bare time is UTC too
+        moment = moment.replace(tzinfo=dt.UTC)
+    return when(moment.timestamp(), now)

@@ -195,3 +195,33 @@ def make_conflict(store: Store, title: str = "Replace valve") -> tuple[str, int]
         store.queue.open_conflict(job.id, hold)
     store.queue.conflict(job, Outcome(error="version_conflict", http_status=409))
     return entity_id, job.id
+
+
+Open = Callable[..., tuple[Any, Any]]
+
+
+@pytest.fixture
+def open_window(run: Runner, services: Services, root: Any, qapp: Any) -> Iterator[Open]:
+    """Open the real QML window over fresh view-models: open_(width, height, dark)."""
+    from ui.qt import QPalette, QQmlApplicationEngine
+    from ui.viewmodels.app import AppViewModel
+    from ui.window import load_window
+
+    opened: list[tuple[Any, Any, Any]] = []
+
+    def open_(width: int = 360, height: int = 720, dark: bool = False) -> tuple[Any, Any]:
+        app_vm = AppViewModel(services, root)
+        engine = QQmlApplicationEngine()
+        window = load_window(engine, app_vm, width, height, dark=dark)
+        app_vm.start()
+        run(app_vm.wait_idle())
+        opened.append((app_vm, engine, window))
+        return app_vm, window
+
+    yield open_
+    for app_vm, engine, window in opened:
+        run(app_vm.aclose())
+        window.close()
+        shiboken6.delete(engine)  # before the view-models it shows
+    qapp.setPalette(QPalette())
+    run.pause(0.05)

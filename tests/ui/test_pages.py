@@ -7,16 +7,15 @@ every page is checked for items sticking out past the phone width and for small 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import shiboken6
 
 from app.credentials import NoKeyringError
 from app.store.store import Store
-from tests.ui.conftest import Runner, add_orders, make_conflict, make_dead
+from tests.ui.conftest import Open, Runner, add_orders, make_conflict, make_dead
 from tests.ui.qml_driver import (
     click,
     find,
@@ -26,35 +25,11 @@ from tests.ui.qml_driver import (
     type_into,
 )
 from ui.main import show_page
-from ui.qt import QColor, QPalette, QQmlApplicationEngine, QQuickWindow
+from ui.qt import QColor, QQuickWindow
 from ui.services import Services
 from ui.viewmodels.app import AppViewModel
-from ui.window import load_window
 
 SIZES = [(360, 720), (1280, 800)]
-Open = Callable[..., tuple[AppViewModel, QQuickWindow]]
-
-
-@pytest.fixture
-def open_window(run: Runner, services: Services, root, qapp) -> Iterator[Open]:
-    opened: list[tuple[AppViewModel, QQmlApplicationEngine, QQuickWindow]] = []
-
-    def open_(width: int = 360, height: int = 720, dark: bool = False) -> tuple[Any, Any]:
-        app_vm = AppViewModel(services, root)
-        engine = QQmlApplicationEngine()
-        window = load_window(engine, app_vm, width, height, dark=dark)
-        app_vm.start()
-        run(app_vm.wait_idle())
-        opened.append((app_vm, engine, window))
-        return app_vm, window
-
-    yield open_
-    for app_vm, engine, window in opened:
-        run(app_vm.aclose())
-        window.close()
-        shiboken6.delete(engine)  # before the view-models it shows
-    qapp.setPalette(QPalette())
-    run.pause(0.05)
 
 
 def settle(run: Runner, app_vm: AppViewModel) -> None:

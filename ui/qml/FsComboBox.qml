@@ -7,6 +7,16 @@ ComboBox {
     implicitHeight: Theme.controlHeight
     font.pixelSize: Theme.fontBody
     Accessible.name: displayText
+    // A plain text, not Basic's read-only TextField: that one reached screen readers as an
+    // unnamed editable field inside every box.
+    contentItem: FsLabel {
+        text: control.displayText
+        leftPadding: Theme.spacingM
+        rightPadding: control.indicator ? control.indicator.width + Theme.spacingXs : Theme.spacingXs
+        verticalAlignment: Text.AlignVCenter
+        elide: Text.ElideRight
+        Accessible.ignored: true
+    }
     background: Rectangle {
         implicitWidth: 120
         radius: Theme.radius

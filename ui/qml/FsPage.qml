@@ -21,7 +21,7 @@ Pane {
         flickableDirection: Flickable.VerticalFlick
         boundsBehavior: Flickable.StopAtBounds
         clip: true
-        ScrollBar.vertical: ScrollBar {}
+        ScrollBar.vertical: FsScrollBar { what: "the page" }
 
         ColumnLayout {
             id: column

@@ -60,47 +60,40 @@ ApplicationWindow {
                 Menu {
                     id: pageMenu
                     y: menuButton.height
-                    MenuItem {
+                    FsMenuItem {
                         text: "Work orders"
-                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("list")
                     }
-                    MenuItem {
+                    FsMenuItem {
                         objectName: "menuDead"
                         text: "Failed changes (" + window.app.status.failedCount + ")"
-                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("dead")
                     }
-                    MenuItem {
+                    FsMenuItem {
                         objectName: "menuConflicts"
                         text: "Conflicts (" + window.app.status.conflictCount + ")"
-                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("conflict")
                     }
-                    MenuItem {
+                    FsMenuItem {
                         objectName: "menuReview"
                         text: "Review inbox"
                         visible: window.app.review.available
                         height: visible ? implicitHeight : 0
-                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("review")
                     }
-                    MenuItem {
+                    FsMenuItem {
                         objectName: "menuDiagnostics"
                         text: "Diagnostics"
-                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("diagnostics")
                     }
-                    MenuItem {
+                    FsMenuItem {
                         objectName: "menuSettings"
                         text: "Settings"
-                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("settings")
                     }
-                    MenuItem {
+                    FsMenuItem {
                         objectName: "menuSignIn"
                         text: "Sign in"
-                        implicitHeight: Theme.controlHeight
                         onTriggered: window.app.open("signin")
                     }
                 }

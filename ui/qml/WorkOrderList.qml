@@ -52,7 +52,7 @@ Pane {
             flickableDirection: Flickable.VerticalFlick
             Layout.fillWidth: true
             Layout.fillHeight: true
-            ScrollBar.vertical: ScrollBar {}
+            ScrollBar.vertical: FsScrollBar { what: "work orders" }
             Accessible.role: Accessible.List
             Accessible.name: "Work orders"
             delegate: WorkOrderRow {

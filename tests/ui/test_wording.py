@@ -1,0 +1,45 @@
+"""Times on screen are local and in words, never ISO strings."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+
+from ui.wording import iso_when, when
+
+# A fixed "now": Tuesday 1 December 2026, 10:30 local time.
+NOW = dt.datetime(2026, 12, 1, 10, 30).timestamp()
+
+
+def local(*args: int) -> float:
+    return dt.datetime(*args).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("moment", "words"),
+    [
+        (local(2026, 12, 1, 9, 45, 26), "09:45 today"),
+        (local(2026, 11, 30, 14, 2), "14:02 yesterday"),
+        (local(2026, 12, 2, 8, 0), "08:00 tomorrow"),
+        (local(2026, 11, 27, 7, 5), "07:05 on Friday"),
+        (local(2026, 11, 20, 16, 40), "16:40 on 20 Nov"),
+        (local(2025, 3, 4, 12, 0), "12:00 on 4 Mar 2025"),
+    ],
+)
+def test_when_reads_as_local_words(moment: float, words: str) -> None:
+    assert when(moment, NOW) == words
+
+
+def test_the_servers_utc_time_is_shown_in_local_time() -> None:
+    utc = dt.datetime(2026, 11, 29, 9, 45, 26, 522000, tzinfo=dt.UTC)
+    shown = iso_when("2026-11-29T09:45:26.522Z", NOW)
+    assert shown == when(utc.timestamp(), NOW)
+    assert not re.search(r"\d{4}-\d{2}-\d{2}|T\d{2}:|Z\b", shown)
+
+
+def test_a_time_that_is_not_one_is_never_shown_raw() -> None:
+    assert iso_when("yesterday-ish", NOW) == "an unknown time"
+    assert iso_when(None) == "—"
+    assert when(None) == "—"
