@@ -253,16 +253,28 @@ def test_the_save_toast_says_what_really_happens(
             assert not shows(window, words)
 
 
+@pytest.mark.parametrize("start_from", ["diagnostics", "status sheet"])
 def test_pending_changes_are_exported_through_the_file_dialog(
-    run: Runner, phone, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run: Runner,
+    phone,
+    store: Store,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    start_from: str,
 ) -> None:
     app_vm, window = phone
     monkeypatch.setenv("HOME", str(tmp_path))  # the dialog opens in the home folder
     store.record_edit("create", None, {"title": "Waiting one"})
     store.record_edit("create", None, {"title": "Waiting two"})
-    app_vm.open("diagnostics")
-    run(app_vm.wait_idle())
-    click(window, find(window, "exportPendingButton"))
+    if start_from == "diagnostics":
+        app_vm.open("diagnostics")
+        run(app_vm.wait_idle())
+        click(window, find(window, "exportPendingButton"))
+    else:
+        click(window, find(window, "statusWords"))
+        run.until(lambda: find(window, "sheetExportButton").isVisible())
+        run.pause(0.4)  # the sheet slides in
+        click(window, find(window, "sheetExportButton"))
     run.until(lambda: in_dialog(window, "fileNameTextField") is not None, 10)
     run.pause(0.3)  # the dialog lists the folder
     name_field = in_dialog(window, "fileNameTextField")
@@ -270,7 +282,10 @@ def test_pending_changes_are_exported_through_the_file_dialog(
     save = in_dialog(window, "Save")
     click(save.window(), save)
     target = tmp_path / "pending.json"
-    see(run, window, f"Saved 2 unsent changes to {target}")
+    if start_from == "diagnostics":
+        see(run, window, f"Saved 2 unsent changes to {target}")  # on the page
+    run.until(lambda: target.exists())
+    see(run, window, f"Saved 2 unsent changes to {target}")  # the toast
     document = json.loads(target.read_text(encoding="utf-8"))
     assert sorted(c["fields"]["title"] for c in document["changes"]) == [
         "Waiting one",

@@ -73,12 +73,9 @@ FsPage {
         text: "Refresh"
         onClicked: page.vm.refresh()
     }
-    FsButton {
-        // Every unsent change (and the failed ones) as one file: the safety net.
+    ExportPendingButton {
         objectName: "exportPendingButton"
-        text: "Export pending changes…"
-        enabled: !page.app.pendingExport.busy
-        onClicked: exportDialog.open()
+        app: page.app
     }
     FsLabel {
         objectName: "exportResult"
@@ -88,6 +85,9 @@ FsPage {
         Layout.fillWidth: true
     }
 
+    // WORKAROUND: the dialog lives on this page: declared in the window or in the status
+    // sheet, the Qt Quick file dialog (a window of its own; seen offscreen) ignored its
+    // Save button. The sheet's button brings the person here first.
     FileDialog {
         id: exportDialog
         objectName: "exportDialog"
@@ -97,5 +97,9 @@ FsPage {
         currentFolder: page.app.pendingExport.folderUrl
         selectedFile: page.app.pendingExport.folderUrl + "/" + page.app.pendingExport.suggestedName
         onAccepted: page.app.pendingExport.exportTo(selectedFile.toString())
+    }
+    Connections {
+        target: page.app.pendingExport
+        function onFileWanted() { exportDialog.open() }
     }
 }

@@ -77,6 +77,17 @@ Drawer {
                 onClicked: { sheet.close(); sheet.app.open("conflict") }
             }
             FsButton {
+                // The export's file dialog lives on Diagnostics (see there): go, then ask.
+                objectName: "sheetExportButton"
+                text: "Export pending changes…"
+                enabled: !sheet.app.pendingExport.busy
+                onClicked: {
+                    sheet.close()
+                    sheet.app.open("diagnostics")
+                    sheet.app.pendingExport.chooseFile()
+                }
+            }
+            FsButton {
                 text: "Diagnostics"
                 onClicked: { sheet.close(); sheet.app.open("diagnostics") }
             }

@@ -1,7 +1,8 @@
 """Export my pending data: every unsent change saved as one JSON file the person chooses.
 
-QML asks where with a FileDialog (from the status bar's detail or the diagnostics page) and
-hands the chosen file here; the core operation `Operations.export_pending` writes it.
+A button (on the diagnostics page, or in the status bar's detail, which goes there) calls
+`chooseFile`; the page's FileDialog opens on `fileWanted` and hands the chosen file to
+`exportTo`; the core operation `Operations.export_pending` writes it.
 """
 
 from __future__ import annotations
@@ -29,10 +30,12 @@ class PendingExportViewModel(QObject):
     """Signals:
     changed()  — busy or the last result changed
     message(str)  — the result, for a toast
+    fileWanted()  — the window should ask where to save (its FileDialog)
     """
 
     changed = Signal()
     message = Signal(str)
+    fileWanted = Signal()
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -59,6 +62,11 @@ class PendingExportViewModel(QObject):
     @Property(str, notify=changed)
     def lastResult(self) -> str:
         return self._last
+
+    @Slot()
+    def chooseFile(self) -> None:
+        if not self._busy:
+            self.fileWanted.emit()
 
     @Slot(str)
     def exportTo(self, file: str) -> None:
