@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from app.states import Connectivity, JobStatus
 
@@ -19,7 +20,10 @@ __all__ = [
     "ConnectivityChanged",
     "Event",
     "EventBus",
+    "JobState",
     "JobStateChanged",
+    "JobStatesChanged",
+    "LastSyncChanged",
     "OpChanges",
     "QueueChanged",
     "RecordsChanged",
@@ -27,6 +31,11 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+#: A job's state as the UI shows it: the queue's statuses, with a pending job that failed
+#: and waits for its next attempt told apart as "retrying".
+JobState = JobStatus | Literal["retrying"]
 
 
 @dataclass(frozen=True)
@@ -39,11 +48,28 @@ class QueueChanged:
 
 @dataclass(frozen=True)
 class JobStateChanged:
+    """One job's new state; ``next_attempt_at`` (wall clock) is set while it is retrying."""
+
     job_id: int
     entity_id: str
-    status: JobStatus
+    status: JobState
     error: str | None = None
     next_attempt_at: float | None = None
+
+
+@dataclass(frozen=True)
+class JobStatesChanged:
+    """Jobs changed state together: one event per delivered batch (its jobs leased, then
+    every job's outcome), so that a drain of thousands costs one event per batch."""
+
+    changes: tuple[JobStateChanged, ...]
+
+
+@dataclass(frozen=True)
+class LastSyncChanged:
+    """The last sync (an acknowledged delivery or a completed pull) is now ``at`` (epoch s)."""
+
+    at: float
 
 
 @dataclass(frozen=True)
@@ -68,9 +94,15 @@ class ConflictRaised:
 
 @dataclass(frozen=True)
 class SyncProgress:
+    """How far the running phase is, at most every 250 ms and always at its end.
+
+    ``flush``: ``done`` of ``total`` jobs of this flush answered. ``pull``: ``done`` changes
+    received so far (``total`` 0: unknown until the feed ends). ``idle`` (0, 0): nothing runs.
+    """
+
     done: int
     total: int
-    phase: str  # flush | pull | revalidate | idle
+    phase: Literal["flush", "pull", "idle"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +128,8 @@ class AuthRequired:
 Event = (
     QueueChanged
     | JobStateChanged
+    | JobStatesChanged
+    | LastSyncChanged
     | RecordsChanged
     | ConnectivityChanged
     | ConflictRaised

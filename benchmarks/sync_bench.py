@@ -280,13 +280,15 @@ async def _reconcile(store: Store, base_url: str, token: str, changes: int) -> R
     events = EventBus()
     marks: dict[str, float] = {}
     pulled: list[int] = []
+    received = [0]
 
     def on_event(event: object) -> None:
         if isinstance(event, SyncProgress) and event.phase == "pull":
             marks.setdefault("pull", time.perf_counter())
+            received[0] = event.done  # the last pull event says how many changes came
         elif isinstance(event, SyncProgress) and event.phase == "idle" and "idle" not in marks:
             marks["idle"] = time.perf_counter()
-            pulled.append(event.done)
+            pulled.append(received[0])
 
     events.subscribe(on_event)
     engine = SyncEngine(store, engine_config(base_url, BATCH), events, token=lambda: token)

@@ -19,6 +19,8 @@ from app.events import (
     Event,
     EventBus,
     JobStateChanged,
+    JobStatesChanged,
+    LastSyncChanged,
     OpChanges,
     QueueChanged,
     RecordsChanged,
@@ -47,6 +49,11 @@ class Bridge(QObject):
         queueChanged(dict depth, float oldest_pending_age_s)  — NaN: nothing pending
         jobStateChanged(int job_id, str entity_id, str status, str error, float next_attempt_at)
                                                               — NaN: no next attempt
+        jobStatesChanged(list changes)  — a batch at once: dicts with the keys job_id,
+                                          entity_id, status, error ("": none) and
+                                          next_attempt_at (NaN: none); each change is also
+                                          emitted as jobStateChanged
+        lastSyncChanged(float at)       — epoch seconds of the last sync
         recordsChanged(list entity_ids)   — empty list means "could be anything: reload"
         connectivityChanged(str state, str reason)
         conflictRaised(str entity_id, int job_id, str kind)
@@ -64,6 +71,8 @@ class Bridge(QObject):
     # ("deallocating True or False"/None). Missing numbers travel as NaN instead.
     queueChanged = Signal(dict, float)
     jobStateChanged = Signal(int, str, str, str, float)
+    jobStatesChanged = Signal(list)
+    lastSyncChanged = Signal(float)
     recordsChanged = Signal(list)
     connectivityChanged = Signal(str, str)
     conflictRaised = Signal(str, int, str)
@@ -94,13 +103,24 @@ class Bridge(QObject):
             case QueueChanged(depth=depth, oldest_pending_age_s=age):
                 self.queueChanged.emit(dict(depth), _number(age))
             case JobStateChanged():
-                self.jobStateChanged.emit(
-                    event.job_id,
-                    event.entity_id,
-                    event.status,
-                    event.error or "",
-                    _number(event.next_attempt_at),
+                self._emit_job_state(event)
+            case JobStatesChanged(changes=changes):
+                self.jobStatesChanged.emit(
+                    [
+                        {
+                            "job_id": change.job_id,
+                            "entity_id": change.entity_id,
+                            "status": str(change.status),
+                            "error": change.error or "",
+                            "next_attempt_at": _number(change.next_attempt_at),
+                        }
+                        for change in changes
+                    ]
                 )
+                for change in changes:
+                    self._emit_job_state(change)
+            case LastSyncChanged(at=at):
+                self.lastSyncChanged.emit(at)
             case RecordsChanged(entity_ids=ids):
                 self.recordsChanged.emit(sorted(ids))
             case ConnectivityChanged(state=state, reason=reason):
@@ -119,3 +139,12 @@ class Bridge(QObject):
                 )
             case _:
                 log.debug("bridge ignores %s", type(event).__name__)
+
+    def _emit_job_state(self, event: JobStateChanged) -> None:
+        self.jobStateChanged.emit(
+            event.job_id,
+            event.entity_id,
+            str(event.status),
+            event.error or "",
+            _number(event.next_attempt_at),
+        )

@@ -1,15 +1,20 @@
 """Connectivity: the OS's hint combined with what the server really answers.
 
 "Online" from the OS (Qt's QNetworkInformation in the UI) is a hint, never a guarantee: real
-request outcomes decide. A run of network failures turns the state to offline; the worker then
+request outcomes decide, and a server that answers while the OS says "no network" proves the
+OS wrong. The state starts as connecting and leaves it at the server's first answer (online)
+or first failure (unreachable). Once online, a single lost reply does not flip it: only a run
+of ``failures_before_offline`` network failures makes it unreachable, and then the worker
 stops sending jobs and probes ``/healthz`` with backoff and jitter until the server answers.
-Pure state machine: the worker feeds it outcomes and asks it what to do.
+Pure state machine: the worker feeds it outcomes and asks it what to do. Signed out and
+paused are the engine's to add (`app.sync.status`): they are not facts about the network.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from enum import Enum
 
 from app.states import Connectivity
 from app.store.backoff import BackoffPolicy, backoff_delay
@@ -24,16 +29,23 @@ class ConnectivityConfig:
     probe_backoff: BackoffPolicy = BackoffPolicy(initial=1.0, base=2.0, cap=120.0, jitter=0.5)
 
 
+class _Server(Enum):
+    UNKNOWN = "unknown"  # not asked yet since start or since the network came back
+    ANSWERING = "answering"
+    FAILING = "failing"
+
+
 class ConnectivityDetector:
-    """States: online, offline, connecting (probing), degraded (server up, mutations failing)."""
+    """``state``: connecting, online, unreachable or offline (the OS says no network)."""
 
     def __init__(self, config: ConnectivityConfig | None = None, rng: random.Random | None = None):
         self.config = config or ConnectivityConfig()
         self.rng = rng or random.Random()
-        self.state: Connectivity = Connectivity.CONNECTING
         self.reason = "not tried yet"
         self.os_online: bool | None = None
         self.metered = False
+        self._server = _Server.UNKNOWN
+        self._probing = False
         self._network_failures = 0
         self._probe_attempts = 0
         self._mutation_failures = 0
@@ -46,47 +58,69 @@ class ConnectivityDetector:
         self.os_online = online
         self.metered = metered
         if online is False:
-            self._set(Connectivity.OFFLINE, "the system reports no network")
+            self.reason = "the system reports no network"
             return False
         if online and was is False:
             # Regained: try at once instead of waiting for the probe backoff.
             self._probe_attempts = 0
-            self._set(Connectivity.CONNECTING, "the system reports a network")
+            self._network_failures = 0
+            self._probing = False
+            self._server = _Server.UNKNOWN
+            self.reason = "the system reports a network"
             return True
         return False
 
     def network_failure(self, reason: str) -> None:
         self._network_failures += 1
         if self._network_failures >= self.config.failures_before_offline:
-            self._set(Connectivity.OFFLINE, reason)
+            self._probing = True
+        if self._probing or self._server is not _Server.ANSWERING:
+            self._server = _Server.FAILING
+            self.reason = reason
 
     def server_answered(self, mutations_ok: bool = True) -> None:
-        """Any HTTP answer proves reachability; failing mutations mean degraded, not offline."""
+        """Any HTTP answer proves reachability (and an OS that said "no network" wrong);
+        failing mutations are counted for `health`, they do not make the server unreachable."""
         self._network_failures = 0
         self._probe_attempts = 0
-        if mutations_ok:
-            self._mutation_failures = 0
-            self._set(Connectivity.ONLINE, "")
-        else:
-            self._mutation_failures += 1
-            if self._mutation_failures >= 3:
-                self._set(Connectivity.DEGRADED, "the server answers but refuses or fails changes")
-            elif self.state != Connectivity.DEGRADED:
-                self._set(Connectivity.ONLINE, "")
+        self._probing = False
+        self._server = _Server.ANSWERING
+        self.reason = ""
+        if self.os_online is False:
+            self.os_online = None
+        self._mutation_failures = 0 if mutations_ok else self._mutation_failures + 1
 
     def probe_failed(self, reason: str) -> None:
         self._probe_attempts += 1
-        self._set(Connectivity.OFFLINE, reason)
+        self._probing = True
+        self._server = _Server.FAILING
+        self.reason = reason
+
+    def retry_now(self) -> None:
+        """A person asked to sync: probe at once, not after the backoff's next delay."""
+        self._probe_attempts = 0
 
     # -- decisions ---------------------------------------------------------------------------
 
     @property
+    def state(self) -> Connectivity:
+        if self.os_online is False:
+            return Connectivity.OFFLINE
+        return {
+            _Server.UNKNOWN: Connectivity.CONNECTING,
+            _Server.ANSWERING: Connectivity.ONLINE,
+            _Server.FAILING: Connectivity.UNREACHABLE,
+        }[self._server]
+
+    @property
     def may_send(self) -> bool:
-        return self.state in (Connectivity.ONLINE, Connectivity.CONNECTING, Connectivity.DEGRADED)
+        """False while the OS says offline or after a run of failures: probe instead."""
+        return self.os_online is not False and not self._probing
+
+    @property
+    def mutations_failing(self) -> bool:
+        """The server answers, but refused or failed the changes of three batches in a row."""
+        return self._mutation_failures >= 3
 
     def next_probe_delay(self) -> float:
         return backoff_delay(self._probe_attempts + 1, self.config.probe_backoff, self.rng)
-
-    def _set(self, state: Connectivity, reason: str) -> None:
-        self.state = state
-        self.reason = reason

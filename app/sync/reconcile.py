@@ -11,7 +11,7 @@ closed with the server's record.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,9 @@ class ReconcileReport:
     changes: int = 0
     changed_ids: set[str] = field(default_factory=set)
     kept_local: int = 0
+    #: Records the device did not hold at that version before (not the echo of its own
+    #: acknowledged edits): what "Sync now" calls received.
+    received: int = 0
     revalidated: int = 0
     reviews_closed: int = 0
     duration_s: float = 0.0
@@ -55,12 +58,34 @@ def _check(reply: Reply, what: str) -> dict[str, Any]:
     return reply.body
 
 
-def apply_page(store: Store, records: list[dict[str, Any]], token: str) -> tuple[set[str], int]:
-    """Apply one page of server changes and advance the token, atomically."""
+def apply_page(
+    store: Store, records: list[dict[str, Any]], token: str
+) -> tuple[set[str], int, int]:
+    """Apply one page of server changes and advance the token, atomically. Returns the ids
+    that took the server's values, how many were kept for local edits, and how many were
+    news to the device (a version it did not hold)."""
     with WriteTransaction(store.db, store.path) as conn:
+        news = _news(conn, records)
         changed = apply_server_records(conn, records, store.clock())
         write_setting(store, SYNC_TOKEN_KEY, token)
-    return changed, len({str(record["id"]) for record in records} - changed)
+    return changed, len({str(record["id"]) for record in records} - changed), news
+
+
+def _news(conn: Any, records: list[dict[str, Any]]) -> int:
+    """Records of a page newer than the server version the cache holds for them."""
+    held: dict[str, int] = {}
+    ids = [str(record["id"]) for record in records]
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        held.update(
+            conn.execute(
+                f"SELECT id, server_version FROM work_orders WHERE id IN ({marks}) "
+                "AND server_version IS NOT NULL",
+                chunk,
+            ).fetchall()
+        )
+    return sum(1 for r in records if int(r["version"]) > held.get(str(r["id"]), 0))
 
 
 def _record_of(body: dict[str, Any] | None) -> Any:
@@ -93,7 +118,10 @@ class Reconciler:
         self.page_size = page_size
         self.conflicts = Conflicts(store)
 
-    async def pull(self, report: ReconcileReport) -> None:
+    async def pull(
+        self, report: ReconcileReport, on_page: Callable[[int], None] | None = None
+    ) -> None:
+        """Pull every page; ``on_page`` hears the count of changes received so far."""
         token = await self.executor.run(read_setting, self.store, SYNC_TOKEN_KEY)
         while True:
             body = _check(await self.client.changes(token, self.page_size), "changes feed")
@@ -106,13 +134,16 @@ class Reconciler:
                 if problem is not None:
                     # Not skipped: the page (and the token) wait until the server is fixed.
                     raise MalformedReplyError(f"changes feed holds an unusable {problem}")
-            changed, kept = await self.executor.run(
+            changed, kept, news = await self.executor.run(
                 apply_page, self.store, changes, str(next_token)
             )
             report.pages += 1
             report.changes += len(changes)
             report.changed_ids |= changed
             report.kept_local += kept
+            report.received += news
+            if on_page is not None:
+                on_page(report.changes)
             token = str(next_token)
             if not body.get("has_more"):
                 return
@@ -140,6 +171,7 @@ class Reconciler:
                 record = _usable_record(reply, "record")
                 await self.executor.run(self._apply_one, record, reply.etag)
                 report.changed_ids.add(entity_id)
+                report.received += 1
             else:
                 _check(reply, "record") if reply.status != 404 else None
             report.revalidated += 1
@@ -173,11 +205,14 @@ class Reconciler:
             )
             report.changed_ids.add(entity_id)
             report.reviews_closed += 1
+            report.received += 1
 
-    async def run(self, priority_ids: Iterable[str] = ()) -> ReconcileReport:
+    async def run(
+        self, priority_ids: Iterable[str] = (), on_page: Callable[[int], None] | None = None
+    ) -> ReconcileReport:
         started = time.monotonic()
         report = ReconcileReport()
-        await self.pull(report)
+        await self.pull(report, on_page)
         await self.close_reviews(report)
         await self.revalidate(priority_ids, report)
         report.duration_s = time.monotonic() - started

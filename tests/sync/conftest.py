@@ -10,12 +10,26 @@ import pytest
 from app.store.store import Store
 from server.embedded import EmbeddedServer, start_server
 from tests.support.api import ServerApi
+from tests.sync.fake_clock import FakeClock
 from tests.sync.sync_support import make_store
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     with make_store(tmp_path / "device-a") as opened:
+        yield opened
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """Time for an engine (and `clocked_store`) that moves only as the test moves it."""
+    return FakeClock()
+
+
+@pytest.fixture
+def clocked_store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+    """A device store whose queue times (retries, leases) follow ``clock``."""
+    with make_store(tmp_path / "device-a", clock=clock) as opened:
         yield opened
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import socket
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from app.store.store import Store
 from app.sync.connectivity import ConnectivityConfig
 from app.sync.engine import SyncConfig, SyncEngine
 from app.sync.transport import TransportConfig
+from tests.sync.fake_clock import FakeClock
 
 __all__ = [
     "Fault",
@@ -31,20 +32,28 @@ __all__ = [
     "make_engine",
     "make_store",
     "run_engine_until",
+    "running",
     "sync_until_idle",
+    "wait_until",
 ]
 
 FAST_BACKOFF = BackoffPolicy(initial=0.05, base=2.0, cap=0.5, jitter=0.5)
 
 
 def make_store(
-    path: Path, *, max_attempts: int = 12, backoff: BackoffPolicy = FAST_BACKOFF
+    path: Path,
+    *,
+    max_attempts: int = 12,
+    backoff: BackoffPolicy = FAST_BACKOFF,
+    clock: FakeClock | None = None,
 ) -> Store:
+    """A device store; with ``clock``, its queue times follow that fake clock's wall time."""
     return Store(
         path,
         synchronous="NORMAL",
         queue_config=QueueConfig(max_attempts=max_attempts, backoff=backoff),
         rng=random.Random(7),
+        **({} if clock is None else {"clock": clock.time}),
     )
 
 
@@ -72,14 +81,18 @@ def make_engine(
     token: str,
     *,
     transport: httpx.AsyncBaseTransport | None = None,
+    clock: FakeClock | None = None,
     **overrides: Any,
 ) -> SyncEngine:
+    """An engine with fast settings; with ``clock``, its waits are that fake clock's."""
     return SyncEngine(
         store,
         fast_config(base_url, **overrides),
         token=lambda: token,
         transport=transport,
         rng=random.Random(11),
+        clock=clock,
+        sleep=None if clock is None else clock.sleep,
     )
 
 
@@ -109,24 +122,12 @@ async def sync_until_idle(
     return engine
 
 
-async def run_engine_until(
-    engine: SyncEngine,
-    predicate: Callable[[], bool],
-    *,
-    within_s: float = 10.0,
-    grace_s: float = 2.0,
-) -> None:
-    """Run the engine until ``predicate()`` holds (checked every 20 ms), then stop it."""
+@contextlib.asynccontextmanager
+async def running(engine: SyncEngine, *, grace_s: float = 2.0) -> AsyncIterator[asyncio.Task[None]]:
+    """The engine runs inside the block; it is stopped (and its store thread closed) after."""
     runner = asyncio.create_task(engine.run())
     try:
-        deadline = time.monotonic() + within_s
-        while not predicate():
-            if runner.done():
-                runner.result()
-                raise AssertionError("the engine stopped on its own")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"condition not reached in {within_s} s")
-            await asyncio.sleep(0.02)
+        yield runner
     finally:
         await engine.stop(grace_s)
         if not runner.done():
@@ -137,6 +138,54 @@ async def run_engine_until(
             pass
         finally:
             close_engine_thread(engine)
+
+
+async def wait_until(
+    engine: SyncEngine,
+    runner: asyncio.Task[None],
+    predicate: Callable[[], bool],
+    *,
+    within_s: float = 10.0,
+) -> None:
+    """Wait until ``predicate()`` holds, checked after every event the engine publishes (it
+    publishes every job outcome, connectivity change and sync), so nothing polls; with a
+    `FakeClock`, time jumps to the engine's next timer whenever it sleeps. ``within_s``
+    bounds the real time."""
+    changed = asyncio.Event()
+    unsubscribe = engine.events.subscribe(lambda _event: changed.set())
+    clock = engine.clock if isinstance(engine.clock, FakeClock) else None
+    try:
+        async with asyncio.timeout(within_s):
+            while not predicate():
+                if runner.done():
+                    runner.result()
+                    raise AssertionError("the engine stopped on its own")
+                changed.clear()
+                waits = [asyncio.ensure_future(changed.wait())]
+                if clock is not None:
+                    waits.append(asyncio.ensure_future(clock.asleep()))
+                await asyncio.wait({runner, *waits}, return_when=asyncio.FIRST_COMPLETED)
+                for wait in waits:
+                    wait.cancel()
+                await asyncio.gather(*waits, return_exceptions=True)
+                if clock is not None and not changed.is_set() and clock.sleeping():
+                    await clock.advance(clock.sleeping()[0] - clock.now)
+    except TimeoutError:
+        raise AssertionError(f"condition not reached in {within_s} s") from None
+    finally:
+        unsubscribe()
+
+
+async def run_engine_until(
+    engine: SyncEngine,
+    predicate: Callable[[], bool],
+    *,
+    within_s: float = 10.0,
+    grace_s: float = 2.0,
+) -> None:
+    """Run the engine until ``predicate()`` holds (see `wait_until`), then stop it."""
+    async with running(engine, grace_s=grace_s) as runner:
+        await wait_until(engine, runner, predicate, within_s=within_s)
 
 
 def job_rows(store: Store) -> list[dict[str, Any]]:

@@ -6,10 +6,12 @@ the cache, the counters and the requests on the wire say afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,8 +24,16 @@ from app.store.db import connection
 from app.store.errors import InvalidEditError
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
+from tests.sync.fake_clock import FakeClock
 from tests.sync.fake_server import FakeServer, json_response, record
-from tests.sync.sync_support import job_rows, make_engine, make_store, run_engine_until
+from tests.sync.sync_support import (
+    job_rows,
+    make_engine,
+    make_store,
+    run_engine_until,
+    running,
+    wait_until,
+)
 
 URL = "http://sync.test"
 TOKEN = "device-token-123"
@@ -186,25 +196,25 @@ async def test_401_pauses_the_worker_without_burning_jobs(store: Store, batch_si
     assert len(fake.mutation_requests) == 1  # paused: the other jobs were not tried
 
 
-async def test_paused_worker_sends_nothing_until_signed_in(store: Store) -> None:
-    create(store)
-    fake = FakeServer()
-    fake.script.append(json_response(401, {"error": "unauthorized"}))
-    engine = make_engine(store, URL, TOKEN, transport=fake.transport, batch_size=1)
-    paused_at: list[int] = []
-
-    def paused_a_while() -> bool:
-        if engine.auth_paused and not paused_at:
-            paused_at.append(len(fake.requests))
-            engine_started[0] = time.monotonic()
-        return bool(paused_at) and time.monotonic() - engine_started[0] > 0.5
-
-    engine_started = [0.0]
-    await run_engine_until(engine, paused_a_while)
-    assert len(fake.requests) == paused_at[0]
-    # Signing in again resumes delivery.
-    engine = make_engine(store, URL, TOKEN, transport=fake.transport, batch_size=1)
-    await run_engine_until(engine, lambda: one_job(store)["status"] == "done")
+async def test_paused_worker_sends_nothing_until_signed_in(tmp_path: Path) -> None:
+    clock = FakeClock()
+    with make_store(tmp_path / "device", clock=clock) as store:
+        create(store)
+        fake = FakeServer()
+        fake.script.append(json_response(401, {"error": "unauthorized"}))
+        engine = make_engine(store, URL, TOKEN, transport=fake.transport, batch_size=1, clock=clock)
+        async with running(engine) as runner:
+            await wait_until(engine, runner, lambda: engine.auth_paused)
+            paused_at = [len(fake.requests)]
+            store.record_edit("create", None, {"title": "saved while signed out"})
+            engine.wake()  # as a new edit does
+            await clock.advance(3600.0, settle=False)  # an hour, and no timer to fire
+            await asyncio.sleep(0)
+        assert len(fake.requests) == paused_at[0]
+        assert clock.sleeping() == []
+        # Signing in again resumes delivery.
+        engine = make_engine(store, URL, TOKEN, transport=fake.transport, batch_size=1)
+        await run_engine_until(engine, lambda: {j["status"] for j in job_rows(store)} == {"done"})
 
 
 # -- 409 ---------------------------------------------------------------------------------------
@@ -436,9 +446,13 @@ async def test_every_request_carries_correlation_and_mutations_their_key(store: 
     for _ in range(3):
         create(store)
     fake = FakeServer()
-    await deliver_until(
-        store, fake, lambda: all(j["status"] == "done" for j in job_rows(store)), batch_size=1
-    )
+
+    def delivered_and_pulled() -> bool:
+        # The pull follows the flush: wait for it too, not only for the last ack.
+        pulled = any(r.url.path == "/v1/changes" for r in fake.requests)
+        return pulled and all(j["status"] == "done" for j in job_rows(store))
+
+    await deliver_until(store, fake, delivered_and_pulled, batch_size=1)
     keys = {j["idempotency_key"] for j in job_rows(store)}
     assert {r.headers["Idempotency-Key"] for r in fake.mutation_requests} == keys
     assert all(r.headers.get("X-Correlation-ID") for r in fake.requests)

@@ -6,7 +6,6 @@ The engine runs for real against a scripted server (httpx.MockTransport, no sock
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 import uuid
@@ -24,6 +23,7 @@ from app.store.errors import InvalidEditError
 from app.store.queue import QueueConfig
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
+from tests.sync.fake_clock import FakeClock
 from tests.sync.fake_server import FakeServer, json_response, record
 from tests.sync.sync_support import (
     FAST_BACKOFF,
@@ -32,6 +32,8 @@ from tests.sync.sync_support import (
     make_engine,
     make_store,
     run_engine_until,
+    running,
+    wait_until,
 )
 
 URL = "http://sync.test"
@@ -201,7 +203,8 @@ async def test_a_busy_pull_waits_as_asked_and_deliveries_go_on(tmp_path: Path, s
     # Before: Retry-After was ignored on the changes feed; every answer counted as a network
     # failure, the device showed offline and stopped sending while the server answered.
     patient = BackoffPolicy(initial=0.05, base=2.0, cap=300.0, jitter=0.5)
-    with make_store(tmp_path / "d", backoff=patient) as store:
+    clock = FakeClock()
+    with make_store(tmp_path / "d", backoff=patient, clock=clock) as store:
         fake = FakeServer()
         busy = json_response(status, {"error": "slow_down"}, **{"Retry-After": "60"})
         fake.changes.append(busy)
@@ -211,27 +214,24 @@ async def test_a_busy_pull_waits_as_asked_and_deliveries_go_on(tmp_path: Path, s
             if isinstance(event, ConnectivityChanged):
                 states.append(event.state)
 
-        engine = make_engine(store, URL, TOKEN, transport=fake.transport)
+        engine = make_engine(store, URL, TOKEN, transport=fake.transport, clock=clock)
         engine.events.subscribe(note)
-        runner = asyncio.create_task(engine.run())
-        try:
-            deadline = time.monotonic() + 5.0
-            while not since_tokens(fake):
-                assert time.monotonic() < deadline, "no pull"
-                await asyncio.sleep(0.02)
+        async with running(engine) as runner:
+            await wait_until(engine, runner, lambda: bool(since_tokens(fake)), within_s=5.0)
+            refused_at = clock.now
             store.record_edit("create", None, {"title": "Sent while the pull waits"})
             engine.wake()
-            deadline = time.monotonic() + 5.0
-            while job_rows(store)[0]["status"] != "done":
-                assert time.monotonic() < deadline, "the edit was not sent"
-                await asyncio.sleep(0.02)
-            await asyncio.sleep(1.0)
-        finally:
-            await engine.stop()
-            await runner
-            close_engine_thread(engine)
+            await wait_until(
+                engine, runner, lambda: job_rows(store)[0]["status"] == "done", within_s=5.0
+            )
+            assert clock.now - refused_at < 60.0, "the edit waited for the pull"
+            await clock.advance(refused_at + 59.0 - clock.now)
+            pulls_in_the_minute = len(since_tokens(fake))
+            await clock.advance(62.0)  # past the 60 s: the pull is tried again
+            pulled_again = len(since_tokens(fake))
 
-    assert len(since_tokens(fake)) == 1, "no pull before the 60 s the server asked for"
+    assert pulls_in_the_minute == 1, "no pull before the 60 s the server asked for"
+    assert pulled_again == 2, "and one once they have passed"
     assert "offline" not in states
     assert engine.last_error is not None
     assert str(status) in engine.last_error

@@ -10,6 +10,7 @@ import httpx
 
 from app.store.store import Store
 from server.embedded import EmbeddedServer
+from tests.sync.fake_clock import FakeClock
 from tests.sync.sync_support import make_engine
 
 
@@ -33,14 +34,17 @@ async def _open_record(
     store: Store, server: EmbeddedServer, token: str, entity_id: str, **config: Any
 ) -> RecordingTransport:
     transport = RecordingTransport()
+    clock = FakeClock()
     engine = make_engine(
-        store, server.base_url, token, transport=transport, pull_interval_s=3600, **config
-    )
+        store, server.base_url, token, transport=transport, pull_interval_s=3600, clock=clock,
+        **config,
+    )  # fmt: skip
     runner = asyncio.create_task(engine.run())
     try:
-        await asyncio.sleep(0.3)  # the start-up reconcile is over; only the read remains
+        await clock.asleep()  # the start-up reconcile is over; only the read remains
+        before = clock.sleeps_begun
         engine.revalidate(entity_id)
-        await asyncio.sleep(0.5)
+        await clock.asleep(since=before)  # the read is done: the engine sleeps again
     finally:
         await engine.stop()
         await runner

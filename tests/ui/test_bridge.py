@@ -78,3 +78,35 @@ def test_missing_numbers_arrive_as_nan_many_times_over(qtbot, bus: EventBus) -> 
     with qtbot.wait_signal(bridge.queueChanged) as blocker:
         bus.publish(QueueChanged({}, None))
     assert math.isnan(blocker.args[1])
+
+
+def test_a_batch_of_job_states_is_one_signal_and_each_job_still_its_own(
+    qtbot, bus: EventBus
+) -> None:
+    import math
+
+    from app.events import JobStatesChanged, LastSyncChanged
+
+    bridge = Bridge()
+    bridge.attach(bus)
+    singles: list[tuple[int, str, str, str, float]] = []
+    connect(bridge.jobStateChanged, lambda *args: singles.append(args))
+    batch = JobStatesChanged(
+        (
+            JobStateChanged(1, "e1", "done"),
+            JobStateChanged(2, "e2", "retrying", "server busy (503)", 1_700_000_060.0),
+        )
+    )
+    with qtbot.wait_signal(bridge.jobStatesChanged) as blocker:
+        bus.publish(batch)
+    [changes] = blocker.args
+    assert [(c["job_id"], c["entity_id"], c["status"], c["error"]) for c in changes] == [
+        (1, "e1", "done", ""),
+        (2, "e2", "retrying", "server busy (503)"),
+    ]
+    assert math.isnan(changes[0]["next_attempt_at"])
+    assert changes[1]["next_attempt_at"] == 1_700_000_060.0
+    assert [s[:3] for s in singles] == [(1, "e1", "done"), (2, "e2", "retrying")]
+    with qtbot.wait_signal(bridge.lastSyncChanged) as blocker:
+        bus.publish(LastSyncChanged(1_700_000_000.5))
+    assert blocker.args == [1_700_000_000.5]

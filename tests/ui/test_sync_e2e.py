@@ -121,7 +121,8 @@ def test_offline_edit_is_pending_then_synced_when_the_server_acknowledges(
 
     entity_id = save_new(run, app_vm, "Inspect boiler offline")
     run.until(lambda: row_badge(app_vm, entity_id) in ("pending", "retrying"))
-    run.until(lambda: app_vm.status.connectivity == "offline", timeout=10)
+    # A network but no server answering is "unreachable" (issue 12); "offline" is the OS's.
+    run.until(lambda: app_vm.status.connectivity == "unreachable", timeout=10)
     assert app_vm.status.pendingCount == 1
     assert app_vm.editor.unsynced
     assert server.store.tables.WorkOrder.get_or_none(id=entity_id) is None
