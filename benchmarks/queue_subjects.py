@@ -1,7 +1,10 @@
 """The systems the queue benchmark compares: fieldsync, raw sqlite3 and peer queues.
 
-Each is a `Subject` with the same operations (enqueue, claim+ack, batch), set to WAL +
-synchronous=FULL, with its own default pragmas recorded beside its figure.
+Each is a `Subject` with the same operations (an edit or a put, a job alone or a put,
+claim+ack with the claim at NORMAL or at FULL, a batch), set to WAL + synchronous=FULL, with
+its own default pragmas recorded beside its figure. A peer has one put and one claim+ack, so
+its figure for the job-only enqueue and for claim+ack at FULL is the same operation measured
+again, side by side with fieldsync's in that phase.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from app.records import PAYLOAD_SCHEMA_VERSION
+from app.store.db import WriteTransaction
 from app.store.queue import Outcome
 from app.store.statements import ACK_MANY, CLAIM, INSERT_ATTEMPT
+from app.store.statements import INSERT_JOB as QUEUE_INSERT_JOB
 from app.store.store import TOPIC_WORK_ORDERS, Store
 
 WORKER = "bench-worker"
@@ -46,10 +51,19 @@ class Subject:
     """One system in one fresh dir: enqueue, claim+ack, and (fieldsync, raw) batched drain."""
 
     def enqueue(self) -> None:
+        """An edit (fieldsync, raw sqlite3: the cached work order and its job) or a put."""
         raise NotImplementedError
+
+    def enqueue_job_only(self) -> None:
+        """A job alone, as a peer's put: the queue row and its indexes, nothing else."""
+        self.enqueue()
 
     def claim_ack(self) -> None:
         raise NotImplementedError
+
+    def claim_ack_full(self) -> None:
+        """Claim+ack with the claim's commit fsynced too (a peer fsyncs every commit)."""
+        self.claim_ack()
 
     def claim_ack_batch(self, size: int) -> int:
         raise NotImplementedError
@@ -83,8 +97,20 @@ class Fieldsync(Subject):
     def enqueue(self) -> None:
         self.store.record_edit("create", None, FIELDS)
 
+    def enqueue_job_only(self) -> None:
+        # The general path: a fresh idempotency key and the per-entity order lookup (the
+        # ``new_entity`` shortcut would skip that lookup).
+        self.queue.enqueue(TOPIC_WORK_ORDERS, PAYLOAD, str(uuid.uuid4()))
+
     def claim_ack(self) -> None:
         (job,) = self.queue.claim(WORKER, 1)
+        self.queue.ack(job)
+
+    def claim_ack_full(self) -> None:
+        # A claim inside the caller's write transaction commits with it, at the store's
+        # synchronous=FULL: two fsyncs per job, as every peer.
+        with WriteTransaction(self.store.db, self.store.path):
+            (job,) = self.queue.claim(WORKER, 1)
         self.queue.ack(job)
 
     def fill(self, count: int) -> None:
@@ -168,6 +194,24 @@ class RawSqlite(Subject):
             ),
         )
 
+    def enqueue_job_only(self) -> None:
+        now = time.time()
+        body = json.dumps(PAYLOAD, separators=(",", ":"))
+        self.conn.execute(
+            QUEUE_INSERT_JOB,
+            (
+                TOPIC_WORK_ORDERS,
+                body,
+                PAYLOAD_SCHEMA_VERSION,
+                str(uuid.uuid4()),
+                str(uuid.uuid4()),
+                None,
+                100,
+                now,
+                str(uuid.uuid4()),
+            ),
+        )
+
     def _claim(self, limit: int) -> tuple[float, list[tuple[Any, ...]]]:
         now = time.time()
         # One statement, its own write transaction, committed without an fsync (the lease is
@@ -176,6 +220,14 @@ class RawSqlite(Subject):
         rows = self.conn.execute(CLAIM, (WORKER, now + 60.0, now, now, limit)).fetchall()
         self.conn.execute("PRAGMA synchronous=FULL")
         return now, rows
+
+    def claim_ack_full(self) -> None:
+        now = time.time()
+        self.conn.execute("BEGIN IMMEDIATE")
+        rows = self.conn.execute(CLAIM, (WORKER, now + 60.0, now, now, 1)).fetchall()
+        self.conn.execute("COMMIT")
+        assert len(rows) == 1
+        self._ack(now, rows)
 
     def _ack(self, claimed_at: float, rows: list[tuple[Any, ...]]) -> int:
         now = time.time()
