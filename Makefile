@@ -43,8 +43,20 @@ $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
 chaos: system-deps $(TEST_STAMP)
 	FIELDSYNC_CHAOS_SCALE=large $(BIN)/pytest tests/chaos
 
-bench: $(TEST_STAMP)
-	$(BIN)/python benchmarks/queue_bench.py --json bench-results/queue.json
+# Every benchmark's full run and both chaos scales, each writing benchmarks/results/<name>.json,
+# then README.md's and docs/reliability.md's figure tables rendered from them (commit the lot).
+# `make test` checks the tables against the JSON (tests/test_report.py).
+QT_ENV := QT_QPA_PLATFORM=offscreen QT_QUICK_BACKEND=software
+RESULTS := benchmarks/results
+
+bench: system-deps $(TEST_STAMP)
+	$(BIN)/python benchmarks/queue_bench.py --json $(RESULTS)/queue_bench.json
+	$(BIN)/python benchmarks/sync_bench.py --json $(RESULTS)/sync_bench.json
+	$(BIN)/python benchmarks/server_bench.py --json $(RESULTS)/server_bench.json
+	$(QT_ENV) $(BIN)/python benchmarks/ui_bench.py --json $(RESULTS)/ui_bench.json
+	$(QT_ENV) FIELDSYNC_CHAOS_RESULTS=1 $(BIN)/pytest tests/chaos
+	$(QT_ENV) FIELDSYNC_CHAOS_RESULTS=1 FIELDSYNC_CHAOS_SCALE=large $(BIN)/pytest tests/chaos
+	$(BIN)/python benchmarks/report.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

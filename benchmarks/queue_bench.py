@@ -74,7 +74,7 @@ FRAME_OPS = 40  # operations whose WAL pages are counted (well under the 1000-pa
 WAL_HEADER, FRAME_HEADER = 32, 24
 MIN_ROUNDS = 5  # chunks per system a phase always takes, whatever the budget
 CHUNK = 10  # single ops timed together before the next system takes its turn
-RESULTS_NAME = "queue"
+RESULTS_NAME = "queue_bench"
 
 
 @dataclass(frozen=True)

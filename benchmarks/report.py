@@ -1,0 +1,482 @@
+"""Render the figure tables of README.md and docs/reliability.md from benchmarks/results/.
+
+    .venv/bin/python benchmarks/report.py          # rewrite every generated block
+    .venv/bin/python benchmarks/report.py --check  # exit 1, naming each block that differs
+
+A generated block sits between ``<!-- report:begin NAME -->`` and ``<!-- report:end NAME -->``
+in a document; NAME picks the renderer below and the results files it reads (written by
+``results_file.write_results``). Text outside the markers is never touched. Each block ends with
+the command, machine and date of the run its figures come from.
+
+A block whose results file (or a figure in it) is missing is never filled in by hand or from an
+older run: it is rewritten to say what is missing and how to measure it, and both modes exit 1
+naming it, so ``make test`` fails until the run exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from results_file import RESULTS_DIR, read_results
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reliability.md")
+MARKERS = re.compile(
+    r"(?P<begin><!-- report:begin (?P<name>[\w.-]+) -->\n)(?P<body>.*?)"
+    r"(?P<end><!-- report:end (?P=name) -->)",
+    re.DOTALL,
+)
+UNMATCHED = re.compile(r"<!-- report:(?:begin|end) ([\w.-]+) -->")
+
+
+class MissingFigures(Exception):
+    """A results file, or a figure in one, that a block needs and that no run has written."""
+
+
+class Run:
+    """One results envelope; ``run["a.b"]`` is a figure, and a missing one says which."""
+
+    def __init__(self, name: str, directory: Path) -> None:
+        self.name = name
+        self.path = directory / f"{name}.json"
+        try:
+            self.envelope = read_results(name, directory)
+        except FileNotFoundError:
+            raise MissingFigures(f"{_shown(self.path)} has not been written") from None
+        except ValueError as error:
+            raise MissingFigures(f"{_shown(self.path)} is not JSON ({error})") from None
+        for key in ("date", "command", "machine", "results"):
+            if key not in self.envelope:
+                raise MissingFigures(f"{_shown(self.path)} has no {key!r} (not an envelope)")
+
+    def __getitem__(self, dotted: str) -> Any:
+        value: Any = self.envelope["results"]
+        for part in dotted.split("."):
+            if not isinstance(value, dict) or part not in value:
+                raise MissingFigures(f"{_shown(self.path)} has no figure {dotted!r}")
+            value = value[part]
+        return value
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        try:
+            return self[dotted]
+        except MissingFigures:
+            return default
+
+    def provenance(self) -> str:
+        machine = self.envelope["machine"]
+        when = datetime.fromisoformat(self.envelope["date"]).strftime("%Y-%m-%d %H:%M UTC")
+        return (
+            f"`{self.envelope['command']}` on {machine.get('hostname', '?')} "
+            f"({machine.get('cpus', '?')} CPUs, Python {machine.get('python', '?')}, "
+            f"{machine.get('platform', '?')}), {when}"
+        )
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+# -- formatting -------------------------------------------------------------------------------
+
+
+def rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f}"
+
+
+def ratio(numerator: float | None, denominator: float | None, spec: str = ".2f") -> str:
+    if not numerator or not denominator:
+        return "n/a"
+    return f"{numerator / denominator:{spec}}×"
+
+
+def percent(numerator: float, denominator: float) -> str:
+    return f"{numerator / denominator:.0%}".replace("%", " %")
+
+
+def met(flag: bool) -> str:
+    return "met" if flag else "**missed**"
+
+
+def table(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
+    header = list(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def measured(*runs: Run) -> str:
+    return "\n".join(f"Measured: {run.provenance()}." for run in runs)
+
+
+# -- the blocks -------------------------------------------------------------------------------
+
+QUEUE_SYSTEMS = (
+    ("fieldsync", "fieldsync"),
+    ("sqlite3", "raw sqlite3, same rows and SQL"),
+    ("persist_queue", "persist-queue"),
+    ("huey", "huey"),
+    ("litequeue", "litequeue"),
+)
+
+
+def render_queue(runs: dict[str, Run]) -> str:
+    run = runs["queue_bench"]
+    names = [name for name, _ in QUEUE_SYSTEMS]
+
+    def row(label: str, key: str, systems: Iterable[str] = names) -> list[str]:
+        cells = [label]
+        for name in names:
+            if name not in systems:
+                cells.append("–")
+            elif name == "huey" and key.startswith("claim_ack"):
+                cells.append(f"{rate(run[f'{key}.{name}'])} (a take)")
+            else:
+                cells.append(rate(run[f"{key}.{name}"]))
+        return cells
+
+    pages = [
+        "WAL pages per edit / job / claim+ack / at FULL",
+        *(
+            " / ".join(
+                f"{run[f'wal_pages_per_op.{kind}.{name}']:.1f}"
+                for kind in ("enqueue", "enqueue_job_only", "claim_ack", "claim_ack_full")
+            )
+            for name in names
+        ),
+    ]
+    figures = table(
+        ["ops/s, WAL + synchronous=FULL", *(label for _, label in QUEUE_SYSTEMS)],
+        [
+            row("edit: the cached work order and its job (a peer: one put)", "enqueue"),
+            row("job alone: `JobQueue.enqueue` (a peer: one put)", "enqueue_job_only"),
+            row("claim+ack, the claim committed without an fsync", "claim_ack"),
+            row("claim+ack, both commits fsynced (as every peer)", "claim_ack_full"),
+            row("claim+ack in batches of 100", "claim_ack_batch100", ("fieldsync", "sqlite3")),
+            pages,
+        ],
+    )
+    targets = table(
+        ["target", "measured", "result"],
+        [(t["target"], t["figure"], met(t["met"])) for t in run["targets"]],
+    )
+    latency = run["claim_latency_us"]
+    sizes = sorted(latency, key=int)
+    latency_line = (
+        "Claim latency (`JobQueue.claim` of one job, all rows done but 100): "
+        + ", ".join(f"{int(size):,} rows {latency[size]:,.0f} µs" for size in sizes)
+    )
+    mode = run["mode"]
+    return (
+        f"{figures}\n\n{targets}\n\n{latency_line}.\n\n"
+        f"{mode.capitalize()} run: medians of {run['runs']} runs, every system side by side in "
+        "the same run. huey deletes a job when it is taken (at-most-once): its take is not a "
+        "claim+ack.\n"
+        f"{measured(run)}\n"
+    )
+
+
+def render_sync(runs: dict[str, Run]) -> str:
+    run = runs["sync_bench"]
+    ingest = run["server_batch_ingest_per_s"]
+    batch, single = run["drain_edits_per_s.batch"], run["drain_edits_per_s.single"]
+    targets = run["metadata.targets"]
+    rows = [
+        (
+            f"{run['metadata.edits_per_drain.batch']:,} offline edits drained, batches of 100",
+            f"{rate(batch)}/s",
+            f"the server's own batch ingest {rate(ingest)}/s: {percent(batch, ingest)}",
+            f"≥ 70 %: {met(targets['drain_batch_ge_70pct_of_ingest'])}",
+        ),
+        (
+            f"{run['metadata.edits_per_drain.single']:,} edits drained singly",
+            f"{rate(single)}/s",
+            percent(single, ingest),
+            "",
+        ),
+        (
+            f"reconcile {run['metadata.reconcile_changes']:,} server changes",
+            f"{run['reconcile_10k_changes_s']:.2f} s",
+            "",
+            "",
+        ),
+        (
+            f"idle CPU offline over {run['metadata.idle_window_s']:g} s",
+            f"{run['idle_cpu_percent_offline']:.2f} %",
+            "",
+            f"≈ 0: {met(targets['idle_cpu_approx_zero_lt_1pct'])}",
+        ),
+    ]
+    return (
+        table(["measurement", "figure", "baseline", "target"], rows)
+        + f"\n\n{run['metadata.mode'].capitalize()} run, medians of {run['metadata.runs']} runs.\n"
+        + f"{measured(run)}\n"
+    )
+
+
+def render_ui(runs: dict[str, Run]) -> str:
+    run = runs["ui_bench"]
+    drain, paint, memory = run["drain"], run["first_paint"], run["memory"]
+    rows = [
+        (
+            f"event-loop stalls while {drain['edits']:,} edits drain: p99 / max",
+            f"{drain['stall_p99_ms']} ms / {drain['stall_max_ms']} ms",
+            "< 16 ms / < 100 ms: "
+            + met(drain["stall_p99_ms"] < 16 and drain["stall_max_ms"] < 100),
+        ),
+        (
+            f"first paint with {paint['rows']:,} cached work orders (median of {paint['runs']})",
+            f"{paint['first_paint_s']} s",
+            f"< 1 s: {met(paint['first_paint_s'] < 1)}",
+        ),
+        (
+            "peak resident memory",
+            f"{memory['rss_peak_mb']} MB",
+            f"< 250 MB: {met(memory['rss_peak_mb'] < 250)}",
+        ),
+    ]
+    mode = "Quick" if run["quick"] else "Full"
+    return table(["measurement", "figure", "target"], rows) + f"\n\n{mode} run.\n{measured(run)}\n"
+
+
+def render_server(runs: dict[str, Run]) -> str:
+    run = runs["server_bench"]
+    rows = []
+    for backend, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
+        single, batch = run[f"single.{backend}"], run[f"batch.{backend}"]
+        rows.append(
+            (
+                label,
+                f"{rate(batch)}/s",
+                f"{rate(single)}/s",
+                ratio(batch, single, ".1f"),
+                f"≥ 5×: {met(bool(single and batch and batch >= 5 * single))}",
+                f"{rate(run[f'raw_insert.{backend}'])}/s",
+            )
+        )
+    return (
+        table(
+            ["database", "batch endpoint", "single endpoint", "batch / single", "target", "raw"],
+            rows,
+        )
+        + f"\n\n{measured(run)}\n"
+    )
+
+
+CHAOS_RUNS = (("chaos", "`make test`"), ("chaos-large", "`make chaos`"))
+# Rows of the chaos tables: a label and a template over one run's figures (``{r[a.b]}`` is the
+# figure ``a.b``), rendered once per chaos run, side by side.
+LOST = "**{r[many_devices.lost]} / {r[many_devices.duplicated]} / {r[many_devices.stranded]}**"
+FAULTS = "{r[many_devices.faults_injected]} / {r[many_devices.requests_through_proxy]}"
+STORM = (
+    "{r[reconnect_storm.without_jitter.peak_sends_per_100ms]} → "
+    "{r[reconnect_storm.with_jitter.peak_sends_per_100ms]}"
+)
+OUTAGE = (
+    "{r[long_outage.attempts_per_hour_mean]} / {r[long_outage.attempts_per_hour_max]} / "
+    "{r[long_outage.attempts_per_hour_bound]:g}"
+)
+FUZZ = "{fuzz}"  # filled by _fuzz
+SEED = "{r[many_devices.seed]}"
+SUMMARY_ROWS = [
+    (
+        "devices × edits × fault rate × SIGKILLs",
+        "{r[many_devices.devices]} × {r[many_devices.edits_per_device]} × "
+        "{r[many_devices.fault_rate]:.2f} × {r[many_devices.kills]}",
+    ),
+    ("faults injected / requests", FAULTS),
+    ("**mutations lost / duplicated / stranded**", LOST),
+    (
+        "conflicts captured / dead / records differing from the server",
+        "{r[many_devices.conflicts_captured]} / {r[many_devices.dead]} / "
+        "{r[many_devices.diverged_cache_records]}",
+    ),
+    ("time to quiesce", "{r[many_devices.time_to_quiesce_s]} s"),
+    (
+        "reconnect storm: peak sends per 100 ms, jitter off → on",
+        STORM + " ({r[reconnect_storm.peak_ratio_sends]:.2f}×)",
+    ),
+    ("week-long outage, clock moved: attempts per hour (mean / max / bound)", OUTAGE),
+    ("schemathesis against `/openapi.json`", FUZZ),
+    ("seed", SEED),
+]
+DEVICE_ROWS = [
+    ("devices × edits", "{r[many_devices.devices]} × {r[many_devices.edits_per_device]}"),
+    ("fault rate (per request)", "{r[many_devices.fault_rate]:.2f}"),
+    ("faults injected / requests", FAULTS),
+    ("link flaps", "{r[many_devices.link_flaps]}"),
+    ("SIGKILLs (with restart)", "{r[many_devices.kills]}"),
+    ("mutations intended (local edits)", "{r[many_devices.intended_mutations]}"),
+    ("applied on the server (exactly once)", "{r[many_devices.applied_effects]}"),
+    ("**lost / duplicated / stranded**", LOST),
+    ("conflicts captured", "{r[many_devices.conflicts_captured]}"),
+    ("edits waiting behind a conflict", "{r[many_devices.held_behind_conflict]}"),
+    ("dead (with reason)", "{r[many_devices.dead]}"),
+    ("retries the server answered as replays", "{r[many_devices.replays_detected_by_server]}"),
+    ("cache records differing from the server", "{r[many_devices.diverged_cache_records]}"),
+    ("time to quiesce (faulty phase)", "{r[many_devices.time_to_quiesce_s]} s"),
+    ("… plus both clean syncs", "{r[many_devices.time_with_final_sync_s]} s"),
+    ("seed", SEED),
+]
+OTHER_ROWS = [
+    ("Reconnect storm: devices", "{r[reconnect_storm.devices]}"),
+    ("Peak sends (`/v1/mutations…`) per 100 ms, jitter off → on", STORM),
+    ("**Peak ratio (on / off)**", "**{r[reconnect_storm.peak_ratio_sends]:.2f}**"),
+    ("Week outage: network attempts per hour (mean / max / bound)", OUTAGE),
+    ("Week outage: attempts in total", "{r[long_outage.attempts_during_outage]:,}"),
+    (
+        "Week outage: drained after the link came back",
+        "{r[long_outage.drained_after_link_back_s]} s (virtual)",
+    ),
+    (
+        "Week outage: jobs pending / leased / dead after",
+        "{r[long_outage.queue_after.pending]} / {r[long_outage.queue_after.leased]} / "
+        "{r[long_outage.queue_after.dead]}",
+    ),
+    ("schemathesis against `/openapi.json`", FUZZ),
+]
+
+
+def _fuzz(run: Run) -> str:
+    failed = run["schemathesis.failed_operations"]
+    summary = run["schemathesis.summary"]
+    cases = summary[0] if summary else "no summary"
+    return f"{cases}; {len(failed)} of {run['schemathesis.operations']} operations failed"
+
+
+def chaos_table(runs: dict[str, Run], first: str, rows: list[tuple[str, str]]) -> str:
+    chaos = [runs[name] for name, _ in CHAOS_RUNS]
+    cells = [
+        [
+            label,
+            *(template.format(r=run, fuzz=_fuzz(run) if template == FUZZ else "") for run in chaos),
+        ]
+        for label, template in rows
+    ]
+    return table([first, *(label for _, label in CHAOS_RUNS)], cells)
+
+
+def render_reliability_summary(runs: dict[str, Run]) -> str:
+    chaos = [runs[name] for name, _ in CHAOS_RUNS]
+    return chaos_table(runs, "run", SUMMARY_ROWS) + f"\n\n{measured(*chaos)}\n"
+
+
+def render_chaos_devices(runs: dict[str, Run]) -> str:
+    chaos = [runs[name] for name, _ in CHAOS_RUNS]
+    mixes = [
+        f"{label} fault mix: "
+        + ", ".join(f"{kind} {count}" for kind, count in run["many_devices.fault_mix"].items())
+        + "."
+        for run, (_, label) in zip(chaos, CHAOS_RUNS, strict=True)
+    ]
+    return (
+        chaos_table(runs, "", DEVICE_ROWS) + "\n\n" + "\n".join(mixes) + f"\n\n{measured(*chaos)}\n"
+    )
+
+
+def render_chaos_other(runs: dict[str, Run]) -> str:
+    chaos = [runs[name] for name, _ in CHAOS_RUNS]
+    return chaos_table(runs, "Run", OTHER_ROWS) + f"\n\n{measured(*chaos)}\n"
+
+
+@dataclass(frozen=True)
+class Block:
+    sources: tuple[str, ...]
+    render: Callable[[dict[str, Run]], str]
+    command: str  # how to write the missing results
+
+
+CHAOS_COMMAND = "make bench (its chaos runs)"
+CHAOS = ("chaos", "chaos-large")
+BLOCKS: dict[str, Block] = {
+    "queue": Block(("queue_bench",), render_queue, "benchmarks/queue_bench.py --json"),
+    "sync": Block(("sync_bench",), render_sync, "benchmarks/sync_bench.py --json"),
+    "ui": Block(("ui_bench",), render_ui, "benchmarks/ui_bench.py --json"),
+    "server": Block(("server_bench",), render_server, "benchmarks/server_bench.py --json"),
+    "reliability-summary": Block(
+        ("chaos", "chaos-large"), render_reliability_summary, CHAOS_COMMAND
+    ),
+    "chaos-devices": Block(CHAOS, render_chaos_devices, CHAOS_COMMAND),
+    "chaos-other": Block(CHAOS, render_chaos_other, CHAOS_COMMAND),
+}
+
+
+# -- documents --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    document: Path
+    block: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{_shown(self.document)}: block {self.block!r}: {self.reason}"
+
+
+def render_block(name: str, directory: Path) -> tuple[str, str | None]:
+    """The block's text, and why its figures are missing (None: all there)."""
+    block = BLOCKS[name]
+    try:
+        runs = {source: Run(source, directory) for source in block.sources}
+        return block.render(runs), None
+    except MissingFigures as missing:
+        reason = f"{missing}; run `{block.command}`"
+        return f"_No figures here: {reason}, then `benchmarks/report.py`._\n", reason
+
+
+def render_document(path: Path, text: str, directory: Path) -> tuple[str, list[Problem]]:
+    problems: list[Problem] = []
+    found = {match["name"] for match in MARKERS.finditer(text)}
+    for stray in sorted({m[1] for m in UNMATCHED.finditer(text)} - found):
+        problems.append(Problem(path, stray, "a begin marker without its end (or the reverse)"))
+
+    def replace(match: re.Match[str]) -> str:
+        name = match["name"]
+        if name not in BLOCKS:
+            problems.append(Problem(path, name, f"no such block (known: {', '.join(BLOCKS)})"))
+            return match[0]
+        body, missing = render_block(name, directory)
+        if missing is not None:
+            problems.append(Problem(path, name, f"no figures: {missing}"))
+        elif body != match["body"]:
+            problems.append(Problem(path, name, "differs from its results"))
+        return match["begin"] + body + match["end"]
+
+    return MARKERS.sub(replace, text), problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 on a diff")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="the results dir")
+    parser.add_argument("documents", nargs="*", type=Path, default=list(DOCUMENTS))
+    args = parser.parse_args(argv)
+    failed = False
+    for path in args.documents:
+        text = path.read_text()
+        new, problems = render_document(path, text, args.results)
+        for problem in problems:
+            stale = problem.reason == "differs from its results"
+            if args.check or not stale:
+                failed = True
+                hint = " (run benchmarks/report.py to rewrite it)" if stale else ""
+                print(f"{problem}{hint}", file=sys.stderr)
+        if not args.check and new != text:
+            path.write_text(new)
+            print(f"rewrote {_shown(path)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
