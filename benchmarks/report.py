@@ -39,6 +39,10 @@ UNMATCHED = re.compile(r"<!-- report:(?:begin|end) ([\w.-]+) -->")
 class MissingFigures(Exception):
     """A results file, or a figure in one, that a block needs and that no run has written."""
 
+    def __init__(self, message: str, source: str) -> None:
+        super().__init__(message)
+        self.source = source
+
 
 class Run:
     """One results envelope; ``run["a.b"]`` is a figure, and a missing one says which."""
@@ -49,26 +53,20 @@ class Run:
         try:
             self.envelope = read_results(name, directory)
         except FileNotFoundError:
-            raise MissingFigures(f"{_shown(self.path)} has not been written") from None
+            raise MissingFigures(f"{_shown(self.path)} has not been written", name) from None
         except ValueError as error:
-            raise MissingFigures(f"{_shown(self.path)} is not JSON ({error})") from None
+            raise MissingFigures(f"{_shown(self.path)} is not JSON ({error})", name) from None
         for key in ("date", "command", "machine", "results"):
             if key not in self.envelope:
-                raise MissingFigures(f"{_shown(self.path)} has no {key!r} (not an envelope)")
+                raise MissingFigures(f"{_shown(self.path)} has no {key!r} (not an envelope)", name)
 
     def __getitem__(self, dotted: str) -> Any:
         value: Any = self.envelope["results"]
         for part in dotted.split("."):
             if not isinstance(value, dict) or part not in value:
-                raise MissingFigures(f"{_shown(self.path)} has no figure {dotted!r}")
+                raise MissingFigures(f"{_shown(self.path)} has no figure {dotted!r}", self.name)
             value = value[part]
         return value
-
-    def get(self, dotted: str, default: Any = None) -> Any:
-        try:
-            return self[dotted]
-        except MissingFigures:
-            return default
 
     def provenance(self) -> str:
         machine = self.envelope["machine"]
@@ -115,8 +113,14 @@ def table(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
     return "\n".join(lines)
 
 
-def measured(*runs: Run) -> str:
-    return "\n".join(f"Measured: {run.provenance()}." for run in runs)
+def measured(run: Run) -> str:
+    return f"Measured: {run.provenance()}."
+
+
+def measured_chaos(runs: dict[str, Run]) -> str:
+    return "Measured:\n" + "".join(
+        f"- {label}: {runs[name].provenance()}\n" for name, label in CHAOS_RUNS
+    )
 
 
 # -- the blocks -------------------------------------------------------------------------------
@@ -178,11 +182,47 @@ def render_queue(runs: dict[str, Run]) -> str:
     )
     mode = run["mode"]
     return (
-        f"{figures}\n\n{targets}\n\n{latency_line}.\n\n"
+        f"{figures}\n\n{targets}\n\n{queue_behind_peers(run)}{latency_line}.\n\n"
         f"{mode.capitalize()} run: medians of {run['runs']} runs, every system side by side in "
         "the same run. huey deletes a job when it is taken (at-most-once): its take is not a "
         "claim+ack.\n"
         f"{measured(run)}\n"
+    )
+
+
+def queue_behind_peers(run: Run) -> str:
+    """Where fieldsync is behind a peer, how far raw sqlite3 with the same SQL is: the part of
+    the gap that the schema (pages per commit) makes, not the library."""
+    job, full = run["enqueue_job_only"], run["claim_ack_full"]
+    pages = run["wal_pages_per_op"]
+    peers = ("persist_queue", "huey", "litequeue")
+    best = max(peers, key=lambda peer: job[peer])
+    parts = []
+    if job["fieldsync"] < job[best]:
+        parts.append(
+            f"a job alone: fieldsync {ratio(job['fieldsync'], job[best])} {best}, raw sqlite3 "
+            f"{ratio(job['sqlite3'], job[best])}; {pages['enqueue_job_only']['sqlite3']:.1f} WAL "
+            f"pages per job (the table, the unique idempotency key, the ready and open-job "
+            f"indexes) against {pages['enqueue_job_only'][best]:.1f}"
+        )
+    behind = [peer for peer in ("persist_queue", "litequeue") if full["fieldsync"] < full[peer]]
+    if behind:
+        parts.append(
+            "claim+ack at FULL: "
+            + ", ".join(
+                f"fieldsync {ratio(full['fieldsync'], full[peer])} {peer}, raw sqlite3 "
+                f"{ratio(full['sqlite3'], full[peer])}"
+                for peer in behind
+            )
+            + f"; {pages['claim_ack_full']['sqlite3']:.1f} WAL pages per claim+ack against "
+            + ", ".join(f"{pages['claim_ack_full'][peer]:.1f}" for peer in behind)
+        )
+    if not parts:
+        return ""
+    return (
+        "Behind a peer, and raw sqlite3 running the same SQL on the same schema beside it: "
+        + "; ".join(parts)
+        + ".\n\n"
     )
 
 
@@ -367,47 +407,53 @@ def chaos_table(runs: dict[str, Run], first: str, rows: list[tuple[str, str]]) -
 
 
 def render_reliability_summary(runs: dict[str, Run]) -> str:
-    chaos = [runs[name] for name, _ in CHAOS_RUNS]
-    return chaos_table(runs, "run", SUMMARY_ROWS) + f"\n\n{measured(*chaos)}\n"
+    return chaos_table(runs, "run", SUMMARY_ROWS) + f"\n\n{measured_chaos(runs)}"
 
 
 def render_chaos_devices(runs: dict[str, Run]) -> str:
     chaos = [runs[name] for name, _ in CHAOS_RUNS]
     mixes = [
-        f"{label} fault mix: "
+        f"- {label} fault mix (requests): "
         + ", ".join(f"{kind} {count}" for kind, count in run["many_devices.fault_mix"].items())
         + "."
         for run, (_, label) in zip(chaos, CHAOS_RUNS, strict=True)
     ]
     return (
-        chaos_table(runs, "", DEVICE_ROWS) + "\n\n" + "\n".join(mixes) + f"\n\n{measured(*chaos)}\n"
+        chaos_table(runs, "", DEVICE_ROWS)
+        + "\n\n"
+        + "\n".join(mixes)
+        + f"\n\n{measured_chaos(runs)}"
     )
 
 
 def render_chaos_other(runs: dict[str, Run]) -> str:
-    chaos = [runs[name] for name, _ in CHAOS_RUNS]
-    return chaos_table(runs, "Run", OTHER_ROWS) + f"\n\n{measured(*chaos)}\n"
+    return chaos_table(runs, "Run", OTHER_ROWS) + f"\n\n{measured_chaos(runs)}"
 
 
 @dataclass(frozen=True)
 class Block:
-    sources: tuple[str, ...]
+    sources: tuple[str, ...]  # results names: benchmarks/results/<name>.json
     render: Callable[[dict[str, Run]], str]
-    command: str  # how to write the missing results
 
 
-CHAOS_COMMAND = "make bench (its chaos runs)"
 CHAOS = ("chaos", "chaos-large")
 BLOCKS: dict[str, Block] = {
-    "queue": Block(("queue_bench",), render_queue, "benchmarks/queue_bench.py --json"),
-    "sync": Block(("sync_bench",), render_sync, "benchmarks/sync_bench.py --json"),
-    "ui": Block(("ui_bench",), render_ui, "benchmarks/ui_bench.py --json"),
-    "server": Block(("server_bench",), render_server, "benchmarks/server_bench.py --json"),
-    "reliability-summary": Block(
-        ("chaos", "chaos-large"), render_reliability_summary, CHAOS_COMMAND
-    ),
-    "chaos-devices": Block(CHAOS, render_chaos_devices, CHAOS_COMMAND),
-    "chaos-other": Block(CHAOS, render_chaos_other, CHAOS_COMMAND),
+    "queue": Block(("queue_bench",), render_queue),
+    "sync": Block(("sync_bench",), render_sync),
+    "ui": Block(("ui_bench",), render_ui),
+    "server": Block(("server_bench",), render_server),
+    "reliability-summary": Block(CHAOS, render_reliability_summary),
+    "chaos-devices": Block(CHAOS, render_chaos_devices),
+    "chaos-other": Block(CHAOS, render_chaos_other),
+}
+# How each results file is written (the Makefile's bench target runs them all).
+COMMANDS = {
+    "queue_bench": "benchmarks/queue_bench.py --json benchmarks/results/queue_bench.json",
+    "sync_bench": "benchmarks/sync_bench.py --json benchmarks/results/sync_bench.json",
+    "ui_bench": "benchmarks/ui_bench.py --json benchmarks/results/ui_bench.json",
+    "server_bench": "benchmarks/server_bench.py --json benchmarks/results/server_bench.json",
+    "chaos": "FIELDSYNC_CHAOS_RESULTS=1 pytest tests/chaos",
+    "chaos-large": "FIELDSYNC_CHAOS_RESULTS=1 FIELDSYNC_CHAOS_SCALE=large pytest tests/chaos",
 }
 
 
@@ -429,9 +475,14 @@ def render_block(name: str, directory: Path) -> tuple[str, str | None]:
     block = BLOCKS[name]
     try:
         runs = {source: Run(source, directory) for source in block.sources}
-        return block.render(runs), None
+        try:
+            return block.render(runs), None
+        except (KeyError, IndexError, TypeError, ValueError) as error:
+            files = ", ".join(_shown(run.path) for run in runs.values())
+            shape = f"{files} not in the shape this block reads ({type(error).__name__}: {error})"
+            raise MissingFigures(shape, block.sources[0]) from error
     except MissingFigures as missing:
-        reason = f"{missing}; run `{block.command}`"
+        reason = f"{missing}; run `{COMMANDS[missing.source]}`"
         return f"_No figures here: {reason}, then `benchmarks/report.py`._\n", reason
 
 

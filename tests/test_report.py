@@ -55,6 +55,14 @@ def write(directory: Path, name: str, data: dict[str, Any]) -> None:
     (directory / f"{name}.json").write_text(json.dumps(data))
 
 
+def queue_document(tmp_path: Path, data: dict[str, Any]) -> tuple[Path, Path]:
+    """A results dir holding `data` as queue_bench.json, and a document with a queue block."""
+    results, doc = tmp_path / "results", tmp_path / "doc.md"
+    write(results, "queue_bench", data)
+    doc.write_text(DOC)
+    return results, doc
+
+
 def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str]:
     code = report.main([str(arg) for arg in args])
     return code, capsys.readouterr().err
@@ -74,9 +82,7 @@ def test_committed_documents_match_their_results() -> None:
 def test_check_fails_on_a_changed_figure_and_the_rewrite_restores_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], queue_results: dict[str, Any]
 ) -> None:
-    results, doc = tmp_path / "results", tmp_path / "doc.md"
-    write(results, "queue_bench", envelope(queue_results))
-    doc.write_text(DOC)
+    results, doc = queue_document(tmp_path, envelope(queue_results))
 
     assert run(capsys, "--check", "--results", results, doc)[0] == 1
     assert doc.read_text() == DOC  # --check changes nothing
@@ -104,9 +110,7 @@ def test_check_fails_on_a_changed_figure_and_the_rewrite_restores_it(
 def test_a_new_run_makes_the_document_stale(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], queue_results: dict[str, Any]
 ) -> None:
-    results, doc = tmp_path / "results", tmp_path / "doc.md"
-    write(results, "queue_bench", envelope(queue_results))
-    doc.write_text(DOC)
+    results, doc = queue_document(tmp_path, envelope(queue_results))
     assert run(capsys, "--results", results, doc)[0] == 0
 
     write(results, "queue_bench", envelope(queue_results, date="2026-12-02T08:00:00+00:00"))
@@ -137,20 +141,26 @@ def test_a_missing_figure_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], queue_results: dict[str, Any]
 ) -> None:
     del queue_results["claim_ack_full"]
-    results, doc = tmp_path / "results", tmp_path / "doc.md"
-    write(results, "queue_bench", envelope(queue_results))
-    doc.write_text(DOC)
+    results, doc = queue_document(tmp_path, envelope(queue_results))
     code, err = run(capsys, "--check", "--results", results, doc)
     assert code == 1
     assert "has no figure 'claim_ack_full.fieldsync'" in err
 
 
+def test_figures_of_another_shape_are_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], queue_results: dict[str, Any]
+) -> None:
+    del queue_results["targets"][0]["met"]  # read below the dotted lookups
+    results, doc = queue_document(tmp_path, envelope(queue_results))
+    code, err = run(capsys, "--check", "--results", results, doc)
+    assert code == 1
+    assert "queue_bench.json not in the shape this block reads (KeyError: 'met')" in err
+
+
 def test_a_file_that_is_not_an_envelope_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], queue_results: dict[str, Any]
 ) -> None:
-    results, doc = tmp_path / "results", tmp_path / "doc.md"
-    write(results, "queue_bench", queue_results)  # the bare figures, as the scripts wrote them once
-    doc.write_text(DOC)
+    results, doc = queue_document(tmp_path, queue_results)  # bare figures, as scripts wrote
     code, err = run(capsys, "--check", "--results", results, doc)
     assert code == 1
     assert "has no 'date' (not an envelope)" in err
