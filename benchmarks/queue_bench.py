@@ -52,7 +52,7 @@ from queue_subjects import (  # a sibling script module
     make_subject,
     schema_ddl,
 )
-from results_file import RESULTS_DIR, write_results
+from results_file import add_json_option, write_results
 
 from app.records import PAYLOAD_SCHEMA_VERSION
 from app.store.db import DB_FILENAME
@@ -454,14 +454,7 @@ def print_report(result: dict[str, Any], plan: Plan, mode: str, counts: tuple[in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs; under a minute")
-    parser.add_argument(
-        "--json",
-        type=Path,
-        nargs="?",
-        const=RESULTS_DIR / f"{RESULTS_NAME}.json",
-        metavar="FILE",
-        help=f"write the medians as JSON (no FILE: benchmarks/results/{RESULTS_NAME}.json)",
-    )
+    add_json_option(parser, RESULTS_NAME)
     parser.add_argument("--verbose", action="store_true", help="print every run's figure")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL

@@ -7,6 +7,7 @@ import copy
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,24 +138,31 @@ def test_missing_results_fail_and_no_figure_is_left_or_invented(
     assert run(capsys, "--check", "--results", tmp_path / "none", doc)[0] == 1
 
 
+@pytest.mark.parametrize(
+    ("remove", "said"),
+    [
+        # A figure the renderer looks up by name.
+        (lambda r: r.pop("claim_ack_full"), "has no figure 'claim_ack_full.fieldsync'"),
+        # One read inside a list of figures, below the named lookups.
+        (
+            lambda r: r["targets"][0].pop("met"),
+            "queue_bench.json not in the shape this block reads (KeyError: 'met')",
+        ),
+    ],
+    ids=["missing figure", "other shape"],
+)
 def test_a_missing_figure_is_named(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], queue_results: dict[str, Any]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    queue_results: dict[str, Any],
+    remove: Callable[[dict[str, Any]], object],
+    said: str,
 ) -> None:
-    del queue_results["claim_ack_full"]
+    remove(queue_results)
     results, doc = queue_document(tmp_path, envelope(queue_results))
     code, err = run(capsys, "--check", "--results", results, doc)
     assert code == 1
-    assert "has no figure 'claim_ack_full.fieldsync'" in err
-
-
-def test_figures_of_another_shape_are_refused_by_name(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], queue_results: dict[str, Any]
-) -> None:
-    del queue_results["targets"][0]["met"]  # read below the dotted lookups
-    results, doc = queue_document(tmp_path, envelope(queue_results))
-    code, err = run(capsys, "--check", "--results", results, doc)
-    assert code == 1
-    assert "queue_bench.json not in the shape this block reads (KeyError: 'met')" in err
+    assert said in err
 
 
 def test_a_file_that_is_not_an_envelope_is_refused(
