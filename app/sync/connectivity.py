@@ -100,6 +100,14 @@ class ConnectivityDetector:
         """A person asked to sync: probe at once, not after the backoff's next delay."""
         self._probe_attempts = 0
 
+    def reconnecting(self) -> None:
+        """Start again (a new token): connecting until the server's next answer or failure."""
+        self._probe_attempts = 0
+        self._network_failures = 0
+        self._probing = False
+        self._server = _Server.UNKNOWN
+        self.reason = "connecting again"
+
     # -- decisions ---------------------------------------------------------------------------
 
     @property

@@ -278,10 +278,13 @@ class SyncEngine:
         while not self._stopping:
             try:
                 await self.executor.run(self.lock.acquire)
+                if self.status.standing_by is not None:
+                    self.status.stand_by(None)
                 return
             except WorkerLockHeldError as exc:
                 self.status.last_error = str(exc)
                 log.info("standing by: %s", exc)
+                self.status.stand_by(str(exc))
                 self._requests.finish_all(SyncProblem.STOPPED, str(exc))
                 await self._sleep(self.config.lock_retry_s)
         raise asyncio.CancelledError
@@ -315,7 +318,7 @@ class SyncEngine:
             self.status.publish_connectivity()
             held = self._held()
             if held is not None:
-                self._requests.finish_all(held, self.last_error or "")
+                self._requests.finish_all(held, self.status.reason)
                 self._go_idle()
                 await self._sleep(None)
                 continue

@@ -101,6 +101,8 @@ class SyncStatus:
         self.metered_allowed = metered_allowed
         self.metrics = metrics
         self.auth_paused = False
+        #: Why this engine waits for another worker's lock (None: it delivers).
+        self.standing_by: str | None = None
         self.last_error: str | None = None
         self.last_sync_at: float | None = None
         self._published_state: Connectivity | None = None
@@ -119,6 +121,8 @@ class SyncStatus:
 
     @property
     def state(self) -> Connectivity:
+        if self.standing_by is not None:
+            return Connectivity.STOPPED
         if self.auth_paused:
             return Connectivity.SIGNED_OUT
         detected = self.detector.state
@@ -126,18 +130,29 @@ class SyncStatus:
             return Connectivity.PAUSED
         return detected
 
+    @property
+    def reason(self) -> str:
+        """Why the state is what it is, in a few words ("" when online)."""
+        state = self.state
+        if state is Connectivity.STOPPED:
+            return self.standing_by or ""
+        if state is Connectivity.SIGNED_OUT:
+            return self.last_error or ""
+        if state is Connectivity.PAUSED:
+            return "a metered connection, and sync on metered connections is off"
+        return self.detector.reason
+
     def publish_connectivity(self) -> None:
         """Publish the state if it differs from the last one published (the first always)."""
         state = self.state
         if state is not self._published_state:
             self._published_state = state
-            if state is Connectivity.SIGNED_OUT:
-                reason = self.last_error or ""
-            elif state is Connectivity.PAUSED:
-                reason = "a metered connection, and sync on metered connections is off"
-            else:
-                reason = self.detector.reason
-            self.events.publish(ConnectivityChanged(state, reason))
+            self.events.publish(ConnectivityChanged(state, self.reason))
+
+    def stand_by(self, why: str | None) -> None:
+        """Another worker holds this data dir's lock (``why``), or no longer (None)."""
+        self.standing_by = why
+        self.publish_connectivity()
 
     def server_answered(self, *, mutations_ok: bool = True) -> None:
         self.detector.server_answered(mutations_ok)
@@ -161,8 +176,9 @@ class SyncStatus:
         self.events.publish(AuthRequired(self.server_url, reason))
 
     def resume_after_sign_in(self) -> None:
+        """Connecting again: the new token is not proven until the server answers."""
         self.auth_paused = False
-        self.detector.os_hint(self.detector.os_online, self.detector.metered)
+        self.detector.reconnecting()
         self.publish_connectivity()
 
     # -- last sync ---------------------------------------------------------------------------

@@ -14,7 +14,9 @@ from app.events import (
     SyncProgress,
 )
 from app.states import JobStatus
+from app.store.lock import WorkerLock
 from app.store.store import Store
+from app.sync.engine import SyncEngine, SyncProblem
 from server.embedded import EmbeddedServer
 from tests.support.api import ServerApi
 from tests.sync.fake_clock import EPOCH, FakeClock
@@ -22,6 +24,7 @@ from tests.sync.sync_support import (
     Fault,
     FaultTransport,
     closed_port_url,
+    fast_config,
     job_rows,
     make_engine,
     running,
@@ -216,3 +219,51 @@ async def test_the_last_sync_is_told_at_start_from_the_previous_run(
     async with running(again):
         await clock.asleep()
     assert told == [first.last_sync_at]
+
+
+async def test_signed_out_then_connecting_again_after_a_sign_in(
+    clocked_store: Store, clock: FakeClock, server: EmbeddedServer, token_a: str
+) -> None:
+    token = ["fst_revoked-or-mistyped"]
+    config = fast_config(server.base_url)
+    engine = SyncEngine(  # the token is read on every request, as from the keyring
+        clocked_store, config, token=lambda: token[0], clock=clock, sleep=clock.sleep
+    )
+    seen = Recorder(clock)
+    engine.events.subscribe(seen)
+    async with running(engine) as runner:
+        await wait_until(engine, runner, lambda: engine.auth_paused)
+        token[0] = token_a  # the person signed in again
+        engine.resume_after_sign_in()
+        await wait_until(engine, runner, lambda: seen.states()[-1] == Connectivity.ONLINE)
+    assert seen.states() == [
+        Connectivity.CONNECTING,
+        Connectivity.SIGNED_OUT,
+        Connectivity.CONNECTING,  # the new token is not proven until the server answers
+        Connectivity.ONLINE,
+    ]
+
+
+async def test_an_engine_standing_by_for_another_worker_says_sync_is_stopped(
+    clocked_store: Store, clock: FakeClock, server: EmbeddedServer, token_a: str
+) -> None:
+    other_worker = WorkerLock(clocked_store.data_dir)
+    other_worker.acquire()
+    engine = make_engine(clocked_store, server.base_url, token_a, clock=clock)
+    seen = Recorder(clock)
+    engine.events.subscribe(seen)
+    async with running(engine) as runner:
+        await clock.asleep()  # retrying the lock every lock_retry_s
+        assert engine.connectivity_state == Connectivity.STOPPED
+        standing_by = (await engine.sync_now()).problem
+        other_worker.release()
+        await wait_until(engine, runner, lambda: engine.connectivity_state == Connectivity.ONLINE)
+    assert standing_by == SyncProblem.STOPPED
+    assert seen.states() == [
+        Connectivity.CONNECTING,
+        Connectivity.STOPPED,
+        Connectivity.CONNECTING,
+        Connectivity.ONLINE,
+    ]
+    [stopped] = [e for _, e in seen.of(ConnectivityChanged) if e.state == "stopped"]  # type: ignore[attr-defined]
+    assert "worker" in stopped.reason  # type: ignore[attr-defined]
