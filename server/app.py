@@ -6,6 +6,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse, Response
@@ -17,6 +18,7 @@ from server.idempotency import prune_expired
 from server.logs import log_event
 from server.metrics import Metrics
 from server.openapi import error_responses
+from server.openapi_inputs import exact_document
 from server.ratelimit import RateLimiter
 from server.settings import Settings
 
@@ -98,4 +100,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def metrics(admin: Admin) -> PlainTextResponse:
         return PlainTextResponse(context.metrics.render(), media_type=_PROMETHEUS_TEXT)
 
+    generated_openapi = app.openapi
+    exact: dict[str, Any] = {}
+
+    def openapi() -> dict[str, Any]:
+        if not exact:
+            exact.update(exact_document(generated_openapi(), settings))
+        return exact
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app

@@ -11,7 +11,6 @@ latest state of each record, tombstones included).
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
@@ -21,6 +20,7 @@ from server.http import ApiError, CurrentDevice, ServerContext
 from server.models import BIGINT_MAX
 from server.mutations import record_json
 from server.openapi import ChangesPage, RecordReply, error_responses
+from server.wire import wire_entity_id
 
 __all__ = ["router"]
 
@@ -80,10 +80,9 @@ def get_record(
 ) -> Response:
     """One work order (tombstones included) with `ETag: "<version>"`."""
     context: ServerContext = request.app.state.server
-    try:
-        canonical = str(uuid.UUID(entity_id))
-    except ValueError:
-        raise ApiError(404, {"error": "not_found"}) from None
+    canonical = wire_entity_id(entity_id)
+    if canonical is None:
+        raise ApiError(404, {"error": "not_found"})
     table = context.store.tables.WorkOrder
     row = table.get_or_none(table.id == canonical)
     if row is None:

@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.auth import AuthenticatedDevice, authenticate
@@ -91,9 +92,10 @@ def install_error_handlers(app: FastAPI) -> None:
     async def on_http_error(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, HTTPException)
         name = _ERROR_NAMES.get(error.status_code, "http_error")
-        return JSONResponse(
-            {"error": name}, status_code=error.status_code, headers=error.headers or None
-        )
+        headers = dict(error.headers or {})
+        if error.status_code == 405:
+            headers["Allow"] = _allowed_methods(request)
+        return JSONResponse({"error": name}, status_code=error.status_code, headers=headers or None)
 
     async def on_invalid(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, RequestValidationError)
@@ -104,6 +106,22 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_invalid)
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> str:
+    """`Allow` for a 405: every method some route serves at this path. Starlette's own names
+    only the first route's methods, and `/v1/conflicts` has two routes (GET and POST)."""
+    routes = request.app.router.routes
+    return ", ".join(
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    )
 
 
 def _json_safe(item: Any) -> Any:

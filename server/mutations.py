@@ -16,10 +16,11 @@ import peewee as pw
 
 from app import mutations as contract
 from app.mutations import BASE_FORBIDDEN_FOR_CREATE, BASE_REQUIRED
-from app.records import EDITABLE_FIELDS, Mutation, ValidationError
+from app.records import EDITABLE_FIELDS, ValidationError
 from server.database import ChangeSequence, Store
 from server.idempotency import Reply
 from server.models import WorkOrderRow
+from server.wire import Mutation, check_wire_fields, wire_entity_id
 
 __all__ = [
     "WIRE_FIELDS",
@@ -78,17 +79,22 @@ def validation_detail(error: ValidationError | ValueError) -> Any:
 def validate_mutation(raw: Any) -> ValidMutation:
     """Check the envelope and the fields of a mutation; raise `InvalidMutation` with details.
 
-    The rules and their words are the contract's (`app.mutations`), the device's own."""
+    The rules and their words are the contract's (`app.mutations`), the device's own;
+    `server.wire` first holds the JSON to the types and spellings `/openapi.json` documents."""
     try:
         mutation = Mutation.model_validate(raw)
     except ValidationError as error:
         raise InvalidMutation(validation_detail(error)) from None
+    if wire_entity_id(mutation.entity_id) is None:
+        issue = {"loc": ["entity_id"], "msg": "Value error, entity_id must be a UUID"}
+        raise InvalidMutation([{**issue, "type": "value_error"}])
     if mutation.op == "create":
         if mutation.base_version is not None:
             raise InvalidMutation(BASE_FORBIDDEN_FOR_CREATE)
     elif mutation.base_version is None:
         raise InvalidMutation(BASE_REQUIRED.format(op=mutation.op))
     try:
+        check_wire_fields(mutation.op, mutation.fields)
         checked = contract.validate_mutation(mutation.op, mutation.entity_id, mutation.fields)
     except (ValidationError, ValueError) as error:
         raise InvalidMutation(validation_detail(error)) from None

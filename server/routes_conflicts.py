@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from app.records import ValidationError, printable, validate_patch
+from app.records import ValidationError, printable
 from server.conflicts import (
     STATUSES,
     audit_entries,
@@ -42,6 +41,7 @@ from server.openapi import (
     VersionConflict,
     error_responses,
 )
+from server.wire import JsonInteger, patch_fields, wire_entity_id
 
 __all__ = ["router"]
 
@@ -49,10 +49,10 @@ router = APIRouter(prefix="/v1/conflicts", tags=["review queue"])
 
 
 class RaiseConflict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     entity_id: str
-    base_version: int | None = Field(default=None, ge=1, le=INTEGER_MAX)
+    base_version: JsonInteger | None = Field(default=None, ge=1, le=INTEGER_MAX)
     mine: dict[str, Any]
     note: Annotated[str, Field(max_length=2000), AfterValidator(printable)] | None = None
 
@@ -61,15 +61,15 @@ ConflictId = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
 
 
 class Resolution(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     fields: dict[str, Any]
-    base_version: int = Field(ge=1)
+    base_version: JsonInteger = Field(ge=1)
 
 
 def _patch(fields: dict[str, Any]) -> dict[str, Any]:
     try:
-        return validate_patch(fields)
+        return patch_fields(fields)
     except (ValidationError, ValueError) as error:
         detail = validation_detail(error)
         raise ApiError(422, {"error": "invalid_payload", "detail": detail}) from None
@@ -105,10 +105,9 @@ def post_conflict(
 ) -> JSONResponse:
     """Send a change for an admin's review instead of overwriting or dropping it."""
     context = _context(request)
-    try:
-        entity_id = str(uuid.UUID(body.entity_id))
-    except ValueError:
-        raise ApiError(422, {"error": "invalid_payload", "detail": "entity_id"}) from None
+    entity_id = wire_entity_id(body.entity_id)
+    if entity_id is None:
+        raise ApiError(422, {"error": "invalid_payload", "detail": "entity_id"})
     mine = _patch(body.mine)
     canonical = {
         "entity_id": entity_id,

@@ -10,7 +10,6 @@ from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from app.records import Mutation
 from server.auth import AuthenticatedDevice
 from server.database import ChangeSequence
 from server.http import (
@@ -35,6 +34,7 @@ from server.openapi import (
     VersionConflict,
     error_responses,
 )
+from server.wire import Mutation
 
 __all__ = ["count_reply", "router"]
 

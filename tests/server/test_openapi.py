@@ -204,3 +204,209 @@ def test_since_with_non_ascii_digits_is_invalid_not_a_crash(api: ServerApi) -> N
         reply = api.client.get("/v1/changes", params={"since": token})
         assert reply.status_code == 422, token
         assert reply.json() == {"error": "invalid_payload", "detail": "since: not a change token"}
+
+
+def validator(spec: Spec, schema: dict[str, Any]) -> Any:
+    document = {**schema, "components": spec.document["components"]}
+    return jsonschema_rs.validator_for(document, validate_formats=True)
+
+
+def operation(spec: Spec, method: str, path: str) -> dict[str, Any]:
+    found: dict[str, Any] = spec.document["paths"][path][method]
+    return found
+
+
+def parameter(spec: Spec, method: str, path: str, name: str) -> dict[str, Any]:
+    [found] = [p for p in operation(spec, method, path)["parameters"] if p["name"] == name]
+    return found
+
+
+def body_schema(spec: Spec, method: str, path: str) -> dict[str, Any]:
+    content = operation(spec, method, path)["requestBody"]["content"]["application/json"]
+    schema: dict[str, Any] = content["schema"]
+    return schema
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/v1/conflicts", "GET, POST"),
+        ("/v1/conflicts/1", "GET"),
+        ("/v1/conflicts/1/resolve", "POST"),
+        ("/v1/mutations", "POST"),
+        ("/healthz", "GET"),
+    ],
+)
+def test_a_405_names_every_method_the_path_serves(
+    api: ServerApi, spec: Spec, path: str, allowed: str
+) -> None:
+    template = path.replace("/1", "/{conflict_id}")
+    documented = ", ".join(sorted(method.upper() for method in spec.document["paths"][template]))
+    assert documented == allowed
+    for method in ("OPTIONS", "PUT", "DELETE", "PATCH"):
+        refused = api.client.request(method, path)
+        assert refused.status_code == 405, (method, path)
+        assert refused.headers["Allow"] == allowed
+        assert refused.json() == {"error": "method_not_allowed"}
+
+
+@pytest.mark.parametrize("path", ["/v1/mutations", "/v1/conflicts"])
+def test_the_idempotency_key_is_documented_as_the_server_checks_it(
+    api: ServerApi, spec: Spec, path: str
+) -> None:
+    header = parameter(spec, "post", path, "Idempotency-Key")
+    assert header["required"] is True
+    check = validator(spec, header["schema"])
+    record = api.create()
+    body = (
+        create_body()
+        if path == "/v1/mutations"
+        else {"entity_id": record["id"], "base_version": 1, "mine": {"status": "done"}}
+    )
+    for key in ("k", "k" * 255, "k" * 256, "a b", "a\tb", "ÿ", "\xa0"):
+        sent = body if path != "/v1/mutations" else {**body, "entity_id": new_id()}
+        answer = api.client.post(
+            path, json=sent, headers={"Idempotency-Key": key.encode("latin-1")}
+        )
+        assert answer.status_code != 500, key
+        assert check.is_valid(key) == (answer.status_code != 400), (key, answer.text)
+
+
+def test_the_change_token_is_documented_as_the_server_checks_it(api: ServerApi, spec: Spec) -> None:
+    check = validator(spec, parameter(spec, "get", "/v1/changes", "since")["schema"])
+    tokens = ["", "0", "007", "0" * 19, "0" * 20, str(BEYOND_SQLITE - 1), str(BEYOND_SQLITE),
+              "9" * 19, str(BEYOND_SQLITE - 1)[:-1] + "6", "-1", "1²", " 1", "1e3"]  # fmt: skip
+    for token in tokens:
+        answer = api.client.get("/v1/changes", params={"since": token})
+        assert answer.status_code in (200, 422), token
+        assert check.is_valid(token) == (answer.status_code == 200), token
+    status = parameter(spec, "get", "/v1/conflicts", "status")["schema"]
+    assert status == {"type": "string", "enum": ["open", "resolved", "dismissed"]}
+
+
+def test_mutation_bodies_are_documented_as_the_server_checks_them(
+    api: ServerApi, spec: Spec
+) -> None:
+    """Each body is refused by the document exactly when the server refuses it (422): pydantic's
+    lax reading of JSON (`"yes"` as true, `0` as a date, `true` as version 1) is gone."""
+    check = validator(spec, body_schema(spec, "post", "/v1/mutations"))
+    record = api.create()
+
+    def update(base_version: Any = 1, **fields: Any) -> dict[str, Any]:
+        return {"entity_id": record["id"], "op": "update", "base_version": base_version,
+                "fields": fields}  # fmt: skip
+
+    bodies = [
+        create_body(), create_body(due_date="2030-02-28"), create_body(deleted=True),
+        create_body(deleted="yes"), create_body(deleted=1), create_body(due_date=0),
+        create_body(due_date="2030-02-28T00:00:00"), create_body(due_date="2030-02-30"),
+        create_body(title="   "), create_body(title="a\x00b"), create_body(title="tab\there"),
+        create_body(priority="urgent"), create_body(colour="red"),
+        {**create_body(), "base_version": 1}, {**create_body(), "extra": 1},
+        create_body(new_id().upper()), create_body("{" + new_id() + "}"),
+        create_body(new_id().replace("-", "")), create_body("urn:uuid:" + new_id()),
+        update(), update(title="x"), update(1.0, title="x"), update(True, title="x"),
+        update("1", title="x"), update(0, title="x"), update(site=None), update(title=None),
+        {"entity_id": record["id"], "op": "delete", "base_version": 1},
+        {"entity_id": record["id"], "op": "delete", "base_version": 1, "fields": {"deleted": 1}},
+        {"entity_id": record["id"], "op": "delete", "base_version": 1, "fields": {"title": "x"}},
+        {"entity_id": record["id"], "op": "merge", "base_version": 1, "fields": {}},
+    ]  # fmt: skip
+    for body in bodies:
+        answer = api.mutate(body)
+        assert answer.status_code in (200, 201, 404, 409, 422), (body, answer.text)
+        assert check.is_valid(body) == (answer.status_code != 422), (body, answer.text)
+
+
+def test_review_bodies_are_documented_as_the_server_checks_them(
+    api: ServerApi, admin: ServerApi, spec: Spec
+) -> None:
+    raising = validator(spec, body_schema(spec, "post", "/v1/conflicts"))
+    record = api.create()
+    bodies = [
+        {"entity_id": record["id"], "mine": {}},
+        {"entity_id": record["id"], "base_version": 1, "mine": {"status": "done"}, "note": "n"},
+        {"entity_id": record["id"], "base_version": True, "mine": {}},
+        {"entity_id": record["id"], "base_version": 2**31, "mine": {}},
+        {"entity_id": record["id"], "mine": {"deleted": "no"}},
+        {"entity_id": record["id"], "mine": {}, "note": "bell\x07"},
+        {"entity_id": record["id"].replace("-", ""), "mine": {}},
+    ]
+    for body in bodies:
+        answer = raise_conflict_body(api, body)
+        assert answer.status_code in (201, 422), (body, answer.text)
+        assert raising.is_valid(body) == (answer.status_code == 201), (body, answer.text)
+    resolving = validator(spec, body_schema(spec, "post", "/v1/conflicts/{conflict_id}/resolve"))
+    conflict_id = raise_conflict(api, record).json()["conflict"]["id"]
+    path = f"/v1/conflicts/{conflict_id}/resolve"
+    for body in (
+        {"fields": {"status": "done"}, "base_version": "1"},
+        {"fields": {"due_date": 20300101}, "base_version": 1},
+        {"fields": {"status": "done"}, "base_version": 1.0},
+    ):
+        answer = admin.client.post(path, json=body)
+        assert answer.status_code in (200, 422), (body, answer.text)
+        assert resolving.is_valid(body) == (answer.status_code == 200), (body, answer.text)
+
+
+def raise_conflict_body(api: ServerApi, body: dict[str, Any]) -> httpx.Response:
+    return api.client.post("/v1/conflicts", json=body, headers={"Idempotency-Key": new_id()})
+
+
+def evaluate(expression: Any, response: httpx.Response) -> Any:
+    """The runtime expressions the document's links use: `$response.body#/json/pointer`."""
+    if isinstance(expression, dict):
+        return {name: evaluate(value, response) for name, value in expression.items()}
+    if not (isinstance(expression, str) and expression.startswith("$response.body#/")):
+        return expression
+    value = response.json()
+    for step in expression.removeprefix("$response.body#/").split("/"):
+        value = value[int(step)] if isinstance(value, list) else value[step]
+    return value
+
+
+def follow(
+    spec: Spec, client: httpx.Client, link: dict[str, Any], response: httpx.Response
+) -> httpx.Response:
+    [(path, method)] = [
+        (path, method)
+        for path, operations in spec.document["paths"].items()
+        for method, candidate in operations.items()
+        if candidate["operationId"] == link["operationId"]
+    ]
+    for name, expression in link.get("parameters", {}).items():
+        path = path.replace("{" + name + "}", str(evaluate(expression, response)))
+    body = evaluate(link.get("requestBody"), response)
+    headers = {"Idempotency-Key": new_id()} if method == "post" else {}
+    return client.request(method.upper(), path, json=body, headers=headers)
+
+
+def test_links_lead_from_what_was_created_to_what_takes_its_id(
+    api: ServerApi, admin: ServerApi, spec: Spec
+) -> None:
+    """What schemathesis's stateful phase does, by hand: each link resolves against a real
+    answer and the operation it names accepts what it carries."""
+    created = api.mutate(create_body())
+    links = operation(spec, "post", "/v1/mutations")["responses"]["201"]["links"]
+    assert set(links) == {"GetRecord", "RaiseConflict"}
+    assert follow(spec, api.client, links["GetRecord"], created).json() == created.json()
+    raised = follow(spec, api.client, links["RaiseConflict"], created)
+    assert raised.status_code == 422  # the link gives entity and version, the client its values
+    body = {**evaluate(links["RaiseConflict"]["requestBody"], created), "mine": {"site": "B"}}
+    raised = raise_conflict_body(api, body)
+    assert raised.status_code == 201, raised.text
+    conflict_links = operation(spec, "post", "/v1/conflicts")["responses"]["201"]["links"]
+    assert set(conflict_links) == {"GetConflict", "ResolveConflict", "DismissConflict"}
+    read = follow(spec, admin.client, conflict_links["GetConflict"], raised)
+    assert read.json()["conflict"]["id"] == raised.json()["conflict"]["id"]
+    resolved = follow(spec, admin.client, conflict_links["ResolveConflict"], raised)
+    assert resolved.status_code == 200, resolved.text
+    assert resolved.json()["record"]["site"] == "B"
+    again = raise_conflict_body(api, {**body, "base_version": 2})
+    dismissed = follow(spec, admin.client, conflict_links["DismissConflict"], again)
+    assert dismissed.json()["conflict"]["status"] == "dismissed"
+    page = api.client.get("/v1/changes")
+    [changed_link] = operation(spec, "get", "/v1/changes")["responses"]["200"]["links"].values()
+    updated = follow(spec, api.client, changed_link, page)
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["record"]["status"] == "in_progress"

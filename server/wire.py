@@ -1,0 +1,83 @@
+"""The wire's own rules for what a client sends: JSON types as declared, ids in one spelling.
+
+pydantic's lax mode, right for the device's own forms, reads more into JSON than it says:
+`"yes"` as true, `0` or `"0"` as 1970-01-01, `true` as version 1; `uuid.UUID` reads a UUID
+without hyphens, in braces or behind `urn:uuid:`. The server takes exactly what
+`/openapi.json` documents (`server/openapi_inputs.py` writes it from the patterns here).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from app import records
+from app.mutations import DELETE_TAKES_NO_FIELDS
+from app.records import WorkOrder, WorkOrderPatch, validate_patch
+
+__all__ = [
+    "ENTITY_ID_PATTERN",
+    "JsonInteger",
+    "Mutation",
+    "check_json_types",
+    "check_wire_fields",
+    "patch_fields",
+    "wire_entity_id",
+]
+
+#: The string form of RFC 9562, any case.
+ENTITY_ID_PATTERN = r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
+_ENTITY_ID = re.compile(ENTITY_ID_PATTERN)
+
+
+def _integer(value: object) -> object:
+    """JSON has one number type: `3.0` is the integer 3 (JSON Schema says so too), `true` and
+    `"3"` are not numbers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: An integer as JSON writes it; use in a strict model.
+JsonInteger = Annotated[int, BeforeValidator(_integer)]
+
+
+class Mutation(records.Mutation):
+    """`app.records.Mutation` as the wire carries it: JSON's types as sent."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    base_version: JsonInteger | None = Field(default=None, ge=1)
+
+
+def wire_entity_id(text: object) -> str | None:
+    """The stored spelling (lowercase) of a hyphenated UUID, or None for anything else."""
+    if isinstance(text, str) and _ENTITY_ID.fullmatch(text):
+        return text.lower()
+    return None
+
+
+def check_json_types(model: type[BaseModel], value: dict[str, Any]) -> None:
+    """Raise pydantic's `ValidationError` unless every value has the JSON type `model` declares
+    (pydantic's strict JSON mode: a date is a `YYYY-MM-DD` string, a boolean is true or false)."""
+    model.model_validate_json(json.dumps(value), strict=True)
+
+
+def check_wire_fields(op: str, fields: dict[str, Any]) -> None:
+    """Raise pydantic's `ValidationError` for a value of another JSON type than the field's,
+    ValueError for a delete whose fields are not `{}` or `{"deleted": true}` (`1 == True`)."""
+    if op == "create":
+        check_json_types(WorkOrder, fields)
+    elif op == "update":
+        check_json_types(WorkOrderPatch, fields)
+    elif fields.keys() - {"deleted"} or fields.get("deleted", True) is not True:
+        raise ValueError(DELETE_TAKES_NO_FIELDS)
+
+
+def patch_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """`app.records.validate_patch` on exactly typed JSON."""
+    check_json_types(WorkOrderPatch, fields)
+    return validate_patch(fields)
