@@ -1,9 +1,10 @@
 """Make the README and AppStream screenshots with the app's own --screenshot mode, from real data.
 
 Two devices sync through an embedded server and edit the same work order, so the conflict page
-shows a conflict the sync engine really captured. One more edit is marked refused the way the
-engine marks a 422 (the reference server accepts every valid edit, so it cannot be provoked),
-so the failed-changes page has something to show.
+shows a conflict the sync engine really captured; the app's engine syncs with that server
+before each picture, so the status bar says what it would say. One more edit is marked
+refused the way the engine marks a 422 (the reference server accepts every valid edit, so it
+cannot be provoked), so the failed-changes page has something to show.
 
 Every page at 360x720 and 1280x800, light and dark, goes to OUT_DIR/<size>-<theme>/<page>.png;
 the AppStream ones (list, editor, conflict at 360x720, light) are copied to OUT_DIR/<page>.png.
@@ -13,6 +14,7 @@ Run: .venv/bin/python scripts/make_screenshots.py [OUT_DIR] (default resources/s
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -44,7 +46,7 @@ def sync(store: Store, url: str, token: str) -> None:
         raise SystemExit("sync did not finish")
 
 
-def seed(tmp: Path, srv: object) -> Path:
+def seed(tmp: Path, srv: object) -> tuple[Path, str]:
     """The phone's data dir: six synced work orders, a conflict, a pending and a failed edit."""
     phone, office = tmp / "phone", tmp / "office"
     phone_token, office_token = srv.add_device("phone-ana"), srv.add_device("office")  # type: ignore[attr-defined]
@@ -67,14 +69,16 @@ def seed(tmp: Path, srv: object) -> Path:
             Outcome(error="validation_error: assignee: not a member of this team", http_status=422),
         )
         store.record_edit("update", ids[3], {"status": "in_progress"})
-    return phone
+    return phone, phone_token
 
 
 def main() -> int:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "resources/screenshots")
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, start_server(f"sqlite:///{tmp}/server.db") as srv:
-        phone = seed(Path(tmp), srv)
+        phone, token = seed(Path(tmp), srv)
+        # The app's own engine syncs before each picture, so the status bar shows a real state.
+        env = {**os.environ, "FIELDSYNC_TOKEN": token}
         for size in SIZES:
             for theme in THEMES:
                 folder = out / f"{size}-{theme}"
@@ -91,8 +95,12 @@ def main() -> int:
                     size,
                     "--page",
                     "all",
+                    "--server",
+                    srv.base_url,
                 ]
-                subprocess.run([*command, "--dark"] if theme == "dark" else command, check=True)
+                if theme == "dark":
+                    command.append("--dark")
+                subprocess.run(command, check=True, env=env)
                 print(folder)
     for page in APPSTREAM:
         shutil.copyfile(out / "360x720-light" / f"{page}.png", out / f"{page}.png")

@@ -29,12 +29,13 @@ from ui import crash
 from ui.bridge import Bridge
 from ui.embedded import EmbeddedServerUnavailable, start_embedded_server
 from ui.qt import QApplication, QNetworkInformation, QQmlApplicationEngine, connect
+from ui.screenshot import show_page, take_screenshots
 from ui.services import Services
 from ui.viewmodels.app import PAGES, AppViewModel
 from ui.viewmodels.settings import load_sync_on_metered
 from ui.window import load_window, set_style
 
-__all__ = ["main"]
+__all__ = ["main", "show_page"]
 
 log = logging.getLogger("fieldsync.gui")
 
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int
         if args.screenshot:
-            code = loop.run_until_complete(_screenshot(args, store, executor))
+            code = loop.run_until_complete(take_screenshots(args, store, executor))
         else:
             code = loop.run_until_complete(_run(app, args, store, executor))
         return code
@@ -112,59 +113,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         asyncio.set_event_loop(None)
         with contextlib.suppress(RuntimeError):
             loop.close()
-
-
-async def _screenshot(args: argparse.Namespace, store: Store, executor: StoreExecutor) -> int:
-    bridge = Bridge()
-    services = Services(store=store, executor=executor, bridge=bridge)
-    app_vm = AppViewModel(services)
-    engine = QQmlApplicationEngine()
-    window = load_window(
-        engine,
-        app_vm,
-        args.width,
-        args.height,
-        dark=args.dark or None,
-        high_contrast=args.high_contrast,
-    )
-    app_vm.start()
-    await app_vm.wait_idle()
-    pages = list(PAGES) if args.page == "all" else [args.page]
-    failed = []
-    for page in pages:
-        await show_page(app_vm, page)
-        await asyncio.sleep(0.3)  # let the scene graph lay out the loaded page
-        target = str(args.screenshot).replace("{page}", page)
-        if not window.grabWindow().save(target):
-            failed.append(target)
-        app_vm.open("list")
-    await app_vm.aclose()
-    window.close()
-    del engine
-    if failed:
-        print(f"fieldsync-gui: could not write {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
-
-
-async def show_page(app_vm: AppViewModel, page: str) -> None:
-    """Navigate to `page` with something on it: the first work order, the first conflict."""
-    if page == "editor":
-        first = app_vm.workOrders.get(0)
-        if first:
-            app_vm.openWorkOrder(first["entityId"])
-        else:
-            app_vm.newWorkOrder()
-    elif page == "conflict":
-        await app_vm.conflicts.wait_idle()
-        app_vm.open("conflict")
-        await app_vm.conflicts.wait_idle()
-        conflicts = app_vm.conflicts.openConflicts
-        if conflicts:
-            app_vm.conflicts.openJob(conflicts[0]["jobId"])
-    else:
-        app_vm.open(page)
-    await app_vm.wait_idle()
 
 
 async def _run(

@@ -27,6 +27,9 @@ from ui.qt import (
     QObject,  # noqa: E402
 )
 from ui.services import Services  # noqa: E402
+from ui.window import set_style  # noqa: E402
+
+set_style()  # the app's Qt Quick style, before any QML engine exists
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 

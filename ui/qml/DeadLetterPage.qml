@@ -121,6 +121,12 @@ FsPage {
             objectName: "deadRow_" + index
             Layout.fillWidth: true
             highlighted: page.vm.selectedJobId === jobId
+        background: Rectangle {
+            radius: Theme.radius
+            color: row.down ? Theme.divider : row.highlighted ? Theme.surface : Theme.surfaceRaised
+            border.width: row.highlighted ? 2 : Theme.borderWidth
+            border.color: row.highlighted ? Theme.accent : Theme.divider
+        }
             implicitHeight: Math.max(Theme.rowHeight, cells.implicitHeight + 12)
         Accessible.role: Accessible.ListItem
         Accessible.name: row.title + ", " + row.errorText

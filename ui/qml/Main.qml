@@ -13,6 +13,30 @@ ApplicationWindow {
     visible: true
     title: app.title + " — Fieldsync"
     color: Theme.window
+    // WORKAROUND: the window's controls kept the palette they were created with when
+    // ui/window.py set the dark one after loading (white check boxes, grey switch text on
+    // dark). Bound here, every control follows the application palette through Theme.
+    palette.window: Theme.palette.window
+    palette.windowText: Theme.palette.windowText
+    palette.base: Theme.palette.base
+    palette.alternateBase: Theme.palette.alternateBase
+    palette.text: Theme.palette.text
+    palette.placeholderText: Theme.palette.placeholderText
+    palette.button: Theme.palette.button
+    palette.buttonText: Theme.palette.buttonText
+    palette.highlight: Theme.palette.highlight
+    palette.highlightedText: Theme.palette.highlightedText
+    palette.light: Theme.palette.light
+    palette.midlight: Theme.palette.midlight
+    palette.mid: Theme.palette.mid
+    palette.dark: Theme.palette.dark
+    palette.shadow: Theme.palette.shadow
+    palette.toolTipBase: Theme.palette.toolTipBase
+    palette.toolTipText: Theme.palette.toolTipText
+    palette.link: Theme.palette.link
+    palette.disabled.windowText: Theme.disabledPalette.windowText
+    palette.disabled.text: Theme.disabledPalette.text
+    palette.disabled.buttonText: Theme.disabledPalette.buttonText
     font.pixelSize: Theme.fontBody
 
     header: ToolBar {

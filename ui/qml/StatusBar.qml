@@ -1,5 +1,5 @@
-// Always visible: connection and last sync on one line; what needs a person, what is being
-// sent, or what waits on the second; "Sync now". Tap the words for the detail sheet.
+// Always visible, in two lines: connection, last sync and "Sync now"; then what needs a person,
+// what is being sent, or what waits. Tap it for the detail sheet.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -33,76 +33,76 @@ ToolBar {
 
     function openSheet() { sheet.open() }
 
-    RowLayout {
+    // Line 1: the state icon, connection and last sync, "Sync now". Line 2, under all of it
+    // (the full width, so it is not cut short on a phone): what needs a person first, then
+    // what is moving, then what waits.
+    ColumnLayout {
+        id: words
+        objectName: "statusWords"
         anchors.fill: parent
-        spacing: Theme.spacingS
-        SyncIcon {
-            kind: Theme.connectivityKind(bar.vm.connectivity)
-            Layout.alignment: Qt.AlignVCenter
-        }
-        ColumnLayout {
-            id: words
-            objectName: "statusWords"
+        spacing: 0
+        Accessible.role: Accessible.Button
+        Accessible.name: "Sync details"
+        Accessible.description: bar.vm.connectivityText + ". " + bar.vm.lastSyncText
+        Accessible.onPressAction: bar.openSheet()
+        TapHandler { onTapped: bar.openSheet() }
+        RowLayout {
             Layout.fillWidth: true
-            spacing: 0
-            Accessible.role: Accessible.Button
-            Accessible.name: "Sync details"
-            Accessible.description: bar.vm.connectivityText + ". " + bar.vm.lastSyncText
-            Accessible.onPressAction: bar.openSheet()
-            TapHandler { onTapped: bar.openSheet() }
-            RowLayout {
-                Layout.fillWidth: true
-                spacing: Theme.spacingS
-                FsLabel {
-                    objectName: "connectivityLabel"
-                    text: bar.vm.connectivityText
-                    font.bold: true
-                    elide: Text.ElideRight
-                }
-                FsLabel {
-                    objectName: "lastSyncLabel"
-                    text: bar.vm.lastSyncText
-                    color: Theme.textMuted
-                    font.pixelSize: Theme.fontCaption
-                    elide: Text.ElideRight
-                    Layout.fillWidth: true
-                }
+            spacing: Theme.spacingS
+            SyncIcon {
+                kind: Theme.connectivityKind(bar.vm.connectivity)
+                Layout.alignment: Qt.AlignVCenter
             }
-            // The second line: what needs a person first, then what is moving, then what waits.
-            ErrorLabel {
-                // Failed changes and conflicts wait for a person: never "nothing waiting".
-                objectName: "attentionLabel"
-                text: bar.vm.attentionText
+            FsLabel {
+                objectName: "connectivityLabel"
+                text: bar.vm.connectivityText
                 font.bold: true
-                wrapMode: Text.NoWrap
                 elide: Text.ElideRight
-                Layout.fillWidth: true
-                TapHandler {
-                    onTapped: bar.app.open(bar.vm.failedCount > 0 ? "dead" : "conflict")
-                }
             }
             FsLabel {
-                objectName: "progressLabel"
-                visible: bar.vm.attentionText === "" && bar.vm.syncing
-                text: bar.vm.progressText
+                objectName: "lastSyncLabel"
+                text: bar.vm.lastSyncText
+                color: Theme.textMuted
                 font.pixelSize: Theme.fontCaption
                 elide: Text.ElideRight
+                // Cut short ("La…") it says nothing: then only the detail sheet shows it.
+                opacity: truncated ? 0 : 1
                 Layout.fillWidth: true
             }
-            FsLabel {
-                objectName: "pendingLabel"
-                visible: bar.vm.attentionText === "" && !bar.vm.syncing
-                text: bar.vm.pendingText
-                font.pixelSize: Theme.fontCaption
-                elide: Text.ElideRight
-                Layout.fillWidth: true
+            FsButton {
+                objectName: "syncNowButton"
+                text: "Sync now"
+                enabled: !bar.vm.syncingNow
+                onClicked: bar.vm.syncNow()
             }
         }
-        FsButton {
-            objectName: "syncNowButton"
-            text: "Sync now"
-            enabled: !bar.vm.syncingNow
-            onClicked: bar.vm.syncNow()
+        ErrorLabel {
+            // Failed changes and conflicts wait for a person: never "nothing waiting".
+            objectName: "attentionLabel"
+            text: bar.vm.attentionText
+            font.bold: true
+            wrapMode: Text.NoWrap
+            elide: Text.ElideRight
+            Layout.fillWidth: true
+            TapHandler {
+                onTapped: bar.app.open(bar.vm.failedCount > 0 ? "dead" : "conflict")
+            }
+        }
+        FsLabel {
+            objectName: "progressLabel"
+            visible: bar.vm.attentionText === "" && bar.vm.syncing
+            text: bar.vm.progressText
+            font.pixelSize: Theme.fontCaption
+            elide: Text.ElideRight
+            Layout.fillWidth: true
+        }
+        FsLabel {
+            objectName: "pendingLabel"
+            visible: bar.vm.attentionText === "" && !bar.vm.syncing
+            text: bar.vm.pendingText
+            font.pixelSize: Theme.fontCaption
+            elide: Text.ElideRight
+            Layout.fillWidth: true
         }
     }
 

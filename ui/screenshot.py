@@ -1,0 +1,118 @@
+"""`fieldsync-gui --screenshot`: render pages offscreen to PNG files and exit.
+
+With `--server URL` (token from FIELDSYNC_TOKEN or the keyring) the real sync engine runs
+first, so the status bar shows what a person would see (online, last synced) instead of
+"Sync is not running"; scripts/make_screenshots.py uses that for the README's pictures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import time
+from typing import Any
+
+from app.events import EventBus
+from app.executor import StoreExecutor
+from app.store.store import Store
+from ui.bridge import Bridge
+from ui.qt import QQmlApplicationEngine
+from ui.services import Services
+from ui.viewmodels.app import PAGES, AppViewModel
+from ui.window import load_window
+
+__all__ = ["show_page", "take_screenshots"]
+
+#: How long the engine may take to reach the server and go quiet before the pictures.
+SETTLE_S = 20.0
+
+
+async def show_page(app_vm: AppViewModel, page: str) -> None:
+    """Navigate to `page` with something on it: the first work order, the first conflict."""
+    if page == "editor":
+        first = app_vm.workOrders.get(0)
+        if first:
+            app_vm.openWorkOrder(first["entityId"])
+        else:
+            app_vm.newWorkOrder()
+    elif page == "conflict":
+        await app_vm.conflicts.wait_idle()
+        app_vm.open("conflict")
+        await app_vm.conflicts.wait_idle()
+        conflicts = app_vm.conflicts.openConflicts
+        if conflicts:
+            app_vm.conflicts.openJob(conflicts[0]["jobId"])
+    else:
+        app_vm.open(page)
+    await app_vm.wait_idle()
+
+
+def _engine(args: argparse.Namespace, store: Store, bus: EventBus, executor: StoreExecutor) -> Any:
+    from app.credentials import get_token
+    from app.sync.engine import SyncConfig, SyncEngine
+
+    token = get_token(args.server)
+    config = SyncConfig(server_url=args.server, reconnect_jitter_s=0)
+    return SyncEngine(store, config, bus, token=lambda: token, executor=executor)
+
+
+async def _settle(app_vm: AppViewModel) -> None:
+    """Until the status bar says online and nothing is moving (or SETTLE_S passed)."""
+    deadline = time.monotonic() + SETTLE_S
+    status = app_vm.status
+    while time.monotonic() < deadline:
+        if status.connectivity == "online" and not status.syncing:
+            break
+        await asyncio.sleep(0.1)
+    await app_vm.wait_idle()
+
+
+async def take_screenshots(args: argparse.Namespace, store: Store, executor: StoreExecutor) -> int:
+    bus = EventBus()
+    bridge = Bridge()
+    bridge.attach(bus)
+    engine = _engine(args, store, bus, executor) if args.server else None
+    services = Services(
+        store=store, executor=executor, bridge=bridge, engine=engine, server_url=args.server or ""
+    )
+    app_vm = AppViewModel(services)
+    qml = QQmlApplicationEngine()
+    window = load_window(
+        qml,
+        app_vm,
+        args.width,
+        args.height,
+        dark=args.dark or None,
+        high_contrast=args.high_contrast,
+    )
+    app_vm.start()
+    sync_task = asyncio.create_task(engine.run(), name="sync-engine") if engine else None
+    failed = []
+    try:
+        if engine is not None:
+            await _settle(app_vm)
+        await app_vm.wait_idle()
+        pages = list(PAGES) if args.page == "all" else [args.page]
+        for page in pages:
+            await show_page(app_vm, page)
+            await asyncio.sleep(0.3)  # let the scene graph lay out the loaded page
+            target = str(args.screenshot).replace("{page}", page)
+            if not window.grabWindow().save(target):
+                failed.append(target)
+            app_vm.open("list")
+    finally:
+        if engine is not None and sync_task is not None:
+            await engine.stop()
+            sync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sync_task
+        await app_vm.aclose()
+        window.close()
+        del qml
+        bridge.detach()
+    if failed:
+        print(f"fieldsync-gui: could not write {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
