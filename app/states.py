@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["AttemptOutcome", "Connectivity", "JobStatus"]
+__all__ = ["AttemptOutcome", "Connectivity", "JobStatus", "Reason", "ReplyKind"]
 
 
 class JobStatus(enum.StrEnum):
@@ -68,3 +68,51 @@ class Connectivity(enum.StrEnum):
     SIGNED_OUT = "signed_out"
     PAUSED = "paused"
     STOPPED = "stopped"
+
+
+class ReplyKind(enum.StrEnum):
+    """What a reply (or a failure to get one) means for a job: `app.sync.errors` decides,
+    the ``attempts.kind`` column keeps it."""
+
+    SUCCESS = "success"
+    TRANSIENT = "transient"
+    PERMANENT = "permanent"
+    AUTH = "auth"
+    CONFLICT = "conflict"
+
+
+class Reason(enum.StrEnum):
+    """Why an attempt ended as it did, as a stable code (the ``attempts.reason_code``
+    column). The UI words a reason from this code, never from the stored English text."""
+
+    APPLIED = "applied"
+    #: Connect error, DNS, reset: the server went away or never came.
+    NETWORK = "network"
+    TIMEOUT = "timeout"
+    #: Not JSON, or JSON of the wrong shape.
+    MALFORMED = "malformed"
+    #: 502, 503, 504, or the transport's own busy signal.
+    SERVER_BUSY = "server_busy"
+    RATE_LIMITED = "rate_limited"
+    #: 409 idempotency_key_in_use: the first try is still being processed.
+    KEY_IN_USE = "key_in_use"
+    #: Any other 5xx.
+    SERVER_ERROR = "server_error"
+    VERSION_CONFLICT = "version_conflict"
+    #: A 409 that merged by itself and was sent again.
+    AUTO_MERGED = "auto_merged"
+    #: 401: the token was refused.
+    SIGNED_OUT = "signed_out"
+    FORBIDDEN = "forbidden"
+    #: 400 or 422: the server refused the values.
+    INVALID = "invalid"
+    KEY_REUSED = "key_reused"
+    NOT_FOUND = "not_found"
+    TOO_LARGE = "too_large"
+    #: Any other 4xx (a 409 other than the two above included).
+    REFUSED = "refused"
+    #: An admin's decision on a review someone else already decided.
+    ALREADY_DECIDED = "already_decided"
+    #: Out of attempts after transient failures.
+    GAVE_UP = "gave_up"
+    LEASE_EXPIRED = "lease_expired"

@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+from app.states import Reason
+
 __all__ = [
     "CONNECTIVITY_WORDS",
     "ago",
     "last_synced",
     "number",
-    "error_in_words",
+    "reason_in_words",
     "iso_when",
     "kind_in_words",
     "size_in_words",
@@ -140,29 +142,30 @@ def kind_in_words(kind: str) -> str:
     return _KINDS.get(kind, kind)
 
 
-def error_in_words(error: str | None, http_status: int | None = None) -> str:
-    """One sentence a field worker understands, keeping the server's reason at the end."""
-    text = (error or "").strip()
-    low = text.lower()
-    if http_status in (401, 403) or "unauthor" in low:
-        lead = "The server did not accept this device's sign-in."
-    elif http_status in (400, 422) or "validation" in low:
-        lead = "The server refused the change as invalid."
-    elif http_status == 404 or "not found" in low:
-        lead = "The work order no longer exists on the server."
-    elif http_status == 413:
-        lead = "The change is too large for the server."
-    elif low.startswith("gave up"):
-        lead = "Could not reach the server after many tries."
-    elif "timeout" in low or "timed out" in low:
-        lead = "The server took too long to answer."
-    elif "connect" in low or "network" in low or "dns" in low:
-        lead = "Could not reach the server."
-    elif http_status is not None and http_status >= 500:
-        lead = "The server had a problem."
-    elif not text:
-        return "No reason was recorded."
-    else:
+_LEADS: dict[str, str] = {
+    Reason.SIGNED_OUT: "The server did not accept this device's sign-in.",
+    Reason.FORBIDDEN: "The server did not accept this device's sign-in.",
+    Reason.INVALID: "The server refused the change as invalid.",
+    Reason.KEY_REUSED: "The server refused the change as invalid.",
+    Reason.NOT_FOUND: "The work order no longer exists on the server.",
+    Reason.TOO_LARGE: "The change is too large for the server.",
+    Reason.GAVE_UP: "Could not reach the server after many tries.",
+    Reason.TIMEOUT: "The server took too long to answer.",
+    Reason.NETWORK: "Could not reach the server.",
+    Reason.SERVER_BUSY: "The server had a problem.",
+    Reason.SERVER_ERROR: "The server had a problem.",
+    Reason.RATE_LIMITED: "The server had a problem.",
+}
+
+
+def reason_in_words(code: str | None, detail: str | None = None) -> str:
+    """One sentence a field worker understands, from the attempt's reason code (a
+    ``Reason``), keeping the recorded words (the server's reason) at the end."""
+    text = (detail or "").strip()
+    lead = _LEADS.get(code or "")
+    if lead is None:
+        if not text:
+            return "No reason was recorded."
         lead = "The change could not be delivered."
     return f"{lead} ({text})" if text else lead
 

@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.states import Reason
 from app.store.db import connection
 from app.store.errors import storage_errors
 from app.store.store import Store
@@ -45,6 +46,10 @@ class AttemptRecord:
     outcome: str
     http_status: int | None
     error: str | None
+    #: What the reply meant and why, as codes (``ReplyKind``, ``Reason``): None before
+    #: schema 5 classified them.
+    kind: str | None = None
+    reason_code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,8 @@ class DeadJob:
     failed_at: float
     idempotency_key: str
     attempts: tuple[AttemptRecord, ...] = field(default_factory=tuple)
+    #: Why it failed, as a code (a ``Reason``): what the UI words.
+    reason_code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,28 +86,30 @@ class EntityJobState:
     in_review: bool = False
 
 
-def error_kind(last_error: str | None, http_status: int | None) -> ErrorKind:
-    """Sort a dead job's failure into what a person would do about it (pure)."""
-    text = (last_error or "").lower()
-    if http_status in (401, 403) or "unauthor" in text or "forbidden" in text:
-        return "auth"
-    if http_status in (400, 409, 422) or "validation" in text or "invalid" in text:
-        return "rejected"
-    if http_status == 404 or "not found" in text:
-        return "not_found"
-    if http_status == 413 or "too large" in text:
-        return "too_large"
-    if text.startswith("gave up") or "attempts" in text:
-        return "gave_up"
-    return "other"
+_KIND_OF_REASON: dict[str, ErrorKind] = {
+    Reason.SIGNED_OUT: "auth",
+    Reason.FORBIDDEN: "auth",
+    Reason.INVALID: "rejected",
+    Reason.KEY_REUSED: "rejected",
+    Reason.REFUSED: "rejected",
+    Reason.NOT_FOUND: "not_found",
+    Reason.TOO_LARGE: "too_large",
+    Reason.GAVE_UP: "gave_up",
+}
+
+
+def error_kind(reason_code: str | None) -> ErrorKind:
+    """Sort a dead job's failure, by its reason code, into what a person would do (pure)."""
+    return _KIND_OF_REASON.get(reason_code or "", "other")
 
 
 _DEAD_SELECT = """
 SELECT j.id, j.entity_key, w.title, j.payload, j.attempt_count, j.last_error, j.created_at,
        j.updated_at, j.idempotency_key,
-       (SELECT a.http_status FROM attempts AS a WHERE a.job_id = j.id
-        ORDER BY a.id DESC LIMIT 1)
+       last.http_status, last.reason_code
 FROM jobs AS j LEFT JOIN work_orders AS w ON w.id = j.entity_key
+LEFT JOIN attempts AS last ON last.id = (
+    SELECT a.id FROM attempts AS a WHERE a.job_id = j.id ORDER BY a.id DESC LIMIT 1)
 WHERE j.status = 'dead'
 """
 
@@ -109,7 +118,8 @@ def _attempts(store: Store, job_id: int) -> tuple[AttemptRecord, ...]:
     rows = (
         connection(store.db)
         .execute(
-            "SELECT started_at, duration_ms, outcome, http_status, error FROM attempts "
+            "SELECT started_at, duration_ms, outcome, http_status, error, kind, reason_code "
+            "FROM attempts "
             "WHERE job_id = ? ORDER BY id",
             (job_id,),
         )
@@ -129,7 +139,8 @@ def _dead_job(store: Store, row: tuple[Any, ...], with_attempts: bool) -> DeadJo
         attempt_count=row[4],
         last_error=row[5] or "",
         http_status=row[9],
-        kind=error_kind(row[5], row[9]),
+        kind=error_kind(row[10]),
+        reason_code=row[10],
         created_at=row[6],
         failed_at=row[7],
         idempotency_key=row[8],

@@ -12,7 +12,7 @@ import json
 import sqlite3
 from typing import Any
 
-from app.states import AttemptOutcome, JobStatus
+from app.states import AttemptOutcome, JobStatus, Reason, ReplyKind
 from app.store.db import WriteTransaction, connection
 from app.store.errors import InvalidEditError, StoreError, storage_errors
 from app.store.jobs import (
@@ -162,6 +162,8 @@ class QueueHolds(QueueParts):
                     AttemptOutcome.AUTO_MERGED,
                     outcome.http_status,
                     outcome.error,
+                    ReplyKind.CONFLICT,
+                    Reason.AUTO_MERGED,
                 ),
             )
 

@@ -77,6 +77,10 @@ class Outcome:
     error: str | None = None
     http_status: int | None = None
     duration_ms: float | None = None
+    #: What the reply meant (a ``ReplyKind``) and why, as a code (a ``Reason``): what the
+    #: UI words; ``error`` keeps the words and the server's detail.
+    kind: str | None = None
+    code: str | None = None
 
 
 @dataclass(frozen=True)

@@ -79,12 +79,60 @@ def _v4_review_problem(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
     apply_operations(migrator.add_column("conflicts", "review_problem", pw.TextField(null=True)))
 
 
+def _v5_attempt_reasons(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
+    """Each attempt keeps what its reply meant (``kind``, a ReplyKind) and why (``reason_code``,
+    a Reason), so the UI words a failure from a code instead of matching stored English.
+
+    The history written before is classified once, here, from its status and its words: the
+    only place old English text is read. Queued payloads and the words themselves are kept.
+    """
+    apply_operations(
+        migrator.add_column("attempts", "kind", pw.TextField(null=True)),
+        migrator.add_column("attempts", "reason_code", pw.TextField(null=True)),
+    )
+    db.execute_sql(_V5_BACKFILL)
+
+
+_V5_BACKFILL = """
+UPDATE attempts SET
+  reason_code = CASE
+    WHEN outcome = 'done' THEN 'applied'
+    WHEN outcome = 'lease_expired' THEN 'lease_expired'
+    WHEN outcome = 'auto_merged' THEN 'auto_merged'
+    WHEN outcome = 'conflict' THEN 'version_conflict'
+    WHEN error LIKE 'gave up after %' THEN 'gave_up'
+    WHEN http_status = 401 THEN 'signed_out'
+    WHEN http_status = 403 THEN 'forbidden'
+    WHEN http_status = 404 THEN 'not_found'
+    WHEN http_status = 413 THEN 'too_large'
+    WHEN http_status = 422 AND error LIKE 'idempotency key reused%' THEN 'key_reused'
+    WHEN http_status IN (400, 422) THEN 'invalid'
+    WHEN http_status = 409 AND outcome = 'retry' THEN 'key_in_use'
+    WHEN http_status = 429 THEN 'rate_limited'
+    WHEN error LIKE 'malformed reply%' OR error LIKE '%could not be decoded%' THEN 'malformed'
+    WHEN http_status IN (502, 503, 504) THEN 'server_busy'
+    WHEN http_status >= 500 THEN 'server_error'
+    WHEN http_status >= 400 THEN 'refused'
+    WHEN error LIKE 'timed out%' THEN 'timeout'
+    WHEN outcome = 'retry' THEN 'network'
+  END,
+  kind = CASE
+    WHEN outcome = 'done' THEN 'success'
+    WHEN outcome IN ('conflict', 'auto_merged') THEN 'conflict'
+    WHEN outcome = 'lease_expired' THEN NULL
+    WHEN http_status = 401 THEN 'auth'
+    WHEN outcome = 'retry' OR error LIKE 'gave up after %' THEN 'transient'
+    WHEN outcome = 'dead' THEN 'permanent'
+  END
+"""
+
 #: (version, migration) in order. Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1_initial),
     (2, _v2_conflicts),
     (3, _v3_open_jobs_by_finished_at),
     (4, _v4_review_problem),
+    (5, _v5_attempt_reasons),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

@@ -42,6 +42,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ import orjson
 import peewee as pw
 
 from app.records import PAYLOAD_SCHEMA_VERSION
-from app.states import AttemptOutcome, JobStatus
+from app.states import AttemptOutcome, JobStatus, Reason, ReplyKind
 from app.store.backoff import backoff_delay
 from app.store.db import WriteTransaction, connection
 from app.store.errors import storage_errors
@@ -273,7 +274,10 @@ class JobQueue(QueueSweeps, QueueHolds):
         if job.attempt_count >= self.config.max_attempts:
             reason = f"gave up after {job.attempt_count} attempts: {outcome.error}"
             return self._finish(
-                job, JobStatus.DEAD, Outcome(reason, outcome.http_status, outcome.duration_ms), now
+                job,
+                JobStatus.DEAD,
+                replace(outcome, error=reason, code=Reason.GAVE_UP),
+                now,
             )
         delay = backoff_delay(
             job.attempt_count, self.config.backoff, self.rng, retry_after=retry_after
@@ -344,11 +348,23 @@ class JobQueue(QueueSweeps, QueueHolds):
     @staticmethod
     def _attempt_row(
         job: ClaimedJob, result: AttemptOutcome, outcome: Outcome, now: float
-    ) -> tuple[int, float, float, str, int | None, str | None]:
+    ) -> tuple[Any, ...]:
         duration = outcome.duration_ms
         if duration is None:
             duration = max(now - job.claimed_at, 0.0) * 1000.0
-        return (job.id, job.claimed_at, duration, result, outcome.http_status, outcome.error)
+        kind, code = outcome.kind, outcome.code
+        if result is AttemptOutcome.DONE:
+            kind, code = kind or ReplyKind.SUCCESS, code or Reason.APPLIED
+        return (
+            job.id,
+            job.claimed_at,
+            duration,
+            result,
+            outcome.http_status,
+            outcome.error,
+            kind,
+            code,
+        )
 
     # -- counters ----------------------------------------------------------------------------
 

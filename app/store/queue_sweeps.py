@@ -3,7 +3,7 @@ and when the worker should wake next. Part of `JobQueue` (see `app.store.queue`)
 
 from __future__ import annotations
 
-from app.states import AttemptOutcome
+from app.states import AttemptOutcome, Reason
 from app.store.db import WriteTransaction, connection
 from app.store.errors import storage_errors
 from app.store.jobs import QueueParts
@@ -39,6 +39,8 @@ class QueueSweeps(QueueParts):
                         AttemptOutcome.LEASE_EXPIRED,
                         None,
                         "lease expired (worker stopped?)",
+                        None,
+                        Reason.LEASE_EXPIRED,
                     ),
                 )
             if rows:

@@ -50,8 +50,8 @@ RETURNING {CLAIM_COLUMNS}
 """
 
 INSERT_ATTEMPT = (
-    "INSERT INTO attempts (job_id, started_at, duration_ms, outcome, http_status, error) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO attempts (job_id, started_at, duration_ms, outcome, http_status, error, "
+    "kind, reason_code) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 

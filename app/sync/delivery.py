@@ -17,7 +17,14 @@ from app.store.db import WriteTransaction
 from app.store.queue import ClaimedJob, Outcome
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
-from app.sync.errors import TransientError, classify_status, retry_reason
+from app.sync.errors import (
+    Reason,
+    ReplyKind,
+    TransientError,
+    classify_failure,
+    classify_reply,
+    retry_reason,
+)
 from app.sync.merge import conflict_hold, intent_applied, three_way, unknown_base
 from app.sync.transport import Reply
 
@@ -112,49 +119,59 @@ def apply_replies(
         for job, mutation, reply in results:
             report.entity_ids.add(job.entity_key)
             if isinstance(reply, TransientError):
+                failure = classify_failure(reply)
                 queue.retry(
-                    job, Outcome(str(reply), None, duration_ms), retry_after=reply.retry_after
+                    job,
+                    Outcome(str(reply), None, duration_ms, failure.kind, failure.code),
+                    retry_after=reply.retry_after,
                 )
                 report.retried += 1
                 report.tally[f"retried:{job.topic}"] += 1
                 report.tally[f"retry_reason:{retry_reason(reply)}"] += 1
                 report.transient_errors.append(str(reply))
                 continue
-            verdict = classify_status(reply.status, reply.error)
-            outcome = Outcome(_reason(verdict.reason, reply), reply.status, duration_ms)
-            # A 409's meaning is in its body (conflict or key in use): unreadable, it is a
-            # malformed reply to retry, not a permanent refusal.
-            unreadable = reply.raw_error is not None
-            if unreadable and (verdict.kind in ("success", "conflict") or reply.status == 409):
-                verdict_kind = "malformed"
-            else:
-                verdict_kind = verdict.kind
+            verdict = classify_reply(reply.status, reply.error, reply.raw_error)
+            outcome = Outcome(
+                _reason(verdict.reason, reply),
+                reply.status,
+                duration_ms,
+                verdict.kind,
+                verdict.code,
+            )
+            malformed = verdict.code is Reason.MALFORMED
             problem = reply.raw_error or ""
-            if verdict_kind == "success":
+            if verdict.kind is ReplyKind.SUCCESS:
                 record, problem = _record_of(reply, "record")
-                if record is None:
-                    verdict_kind = "malformed"
-                else:
+                if record is not None:
                     successes.append((job, reply, record))
                     continue
-            if verdict_kind == "conflict":
+                malformed = True
+            if verdict.kind is ReplyKind.CONFLICT:
                 current, problem = _record_of(reply, "current")
-                if current is None:
-                    verdict_kind = "malformed"
-                else:
+                if current is not None:
                     _conflict(store, conn, job, mutation, current, report, now, duration_ms)
                     continue
-            if verdict_kind == "malformed":
+                malformed = True
+            if malformed:
                 problem = problem or "the reply is not the expected JSON"
-                queue.retry(job, Outcome(f"malformed reply: {problem}", reply.status, duration_ms))
+                queue.retry(
+                    job,
+                    Outcome(
+                        f"malformed reply: {problem}",
+                        reply.status,
+                        duration_ms,
+                        ReplyKind.TRANSIENT,
+                        Reason.MALFORMED,
+                    ),
+                )
                 report.retried += 1
                 report.tally[f"retried:{job.topic}"] += 1
                 report.tally["retry_reason:malformed"] += 1
                 report.transient_errors.append(problem)
-            elif verdict_kind == "auth":
+            elif verdict.kind is ReplyKind.AUTH:
                 queue.release([job])
                 report.auth_failed = True
-            elif verdict_kind == "transient":
+            elif verdict.kind is ReplyKind.TRANSIENT:
                 queue.retry(job, outcome, retry_after=reply.retry_after)
                 report.retried += 1
                 report.tally[f"retried:{job.topic}"] += 1
@@ -245,7 +262,16 @@ def _conflict(
         report.auto_merged += 1
         report.tally["conflicts_auto_merged"] += 1
         return
-    queue.conflict(job, Outcome("the work order changed on the server", 409, duration_ms))
+    queue.conflict(
+        job,
+        Outcome(
+            "the work order changed on the server",
+            409,
+            duration_ms,
+            ReplyKind.CONFLICT,
+            Reason.VERSION_CONFLICT,
+        ),
+    )
     hold = conflict_hold(job.entity_key, op, mine, base, current, merge)
     queue.open_conflict(job.id, hold)
     report.tally[f"conflicts_{hold.kind}"] += 1

@@ -1,4 +1,4 @@
-"""Errors and the classification of every delivery outcome.
+"""Errors and the classification of every reply: the one place an HTTP status is interpreted.
 
     SyncError                      anything the sync engine reports on purpose
     ├── TransientError             retry with backoff (the queue keeps the job pending)
@@ -6,14 +6,18 @@
     │   ├── TimeoutError_          connect/read/write/pool timeout
     │   ├── ServerBusyError        502/503/504, 429, idempotency_key_in_use (Retry-After kept)
     │   └── MalformedReplyError    not JSON, or JSON of the wrong shape (dead after the limit)
-    ├── PermanentError             show the person; the job is dead-lettered with the reason
-    │   └── AuthError              401: sync pauses and asks to sign in again (jobs untouched)
-    └── ConflictError              409 version_conflict: waits for a person (or merges itself)
+    └── AuthError                  401: sync pauses and asks to sign in again (jobs untouched)
 
-A cancelled sync is silent (asyncio.CancelledError is never wrapped). Anything else is a bug.
-httpx exceptions are translated in one place, `from_httpx`, at the transport boundary.
+A permanent refusal or a conflict of one job is not raised: it is that job's outcome, recorded
+by the queue (dead, or conflict) with its `Verdict`. A cancelled sync is silent
+(asyncio.CancelledError is never wrapped). Anything else is a bug. httpx exceptions are
+translated in one place, `from_httpx`, at the transport boundary.
 
-The classification table (`classify_status`), as documented in the README:
+Every verdict carries a `ReplyKind` and a `Reason` code; the attempt row stores both and the
+UI words a failure from the code. Mutations are classified by `classify_status` (the table
+below, as documented in the README) and `classify_failure`; reads (the changes feed, a
+record) by `read_error`; an escalation's reply by `classify_escalation`, an admin's
+decision by `classify_decision`.
 
     =====================================  ============  ===============================
     outcome                                class         job becomes
@@ -36,28 +40,32 @@ The classification table (`classify_status`), as documented in the README:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import httpx
 
+from app.states import Reason, ReplyKind
+
 __all__ = [
     "AuthError",
-    "ConflictError",
     "MalformedReplyError",
     "NetworkError",
-    "PermanentError",
+    "Reason",
+    "ReplyKind",
     "ServerBusyError",
     "SyncError",
     "TimeoutError_",
     "TransientError",
     "Verdict",
+    "classify_decision",
+    "classify_escalation",
+    "classify_failure",
+    "classify_reply",
     "classify_status",
     "from_httpx",
     "parse_retry_after",
+    "read_error",
     "retry_reason",
 ]
-
-Kind = Literal["success", "transient", "permanent", "auth", "conflict"]
 
 
 class SyncError(Exception):
@@ -86,73 +94,139 @@ class MalformedReplyError(TransientError):
     pass
 
 
-class PermanentError(SyncError):
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+class AuthError(SyncError):
+    """401: the server refused this device's token; sync pauses until the person signs in."""
 
-
-class AuthError(PermanentError):
-    pass
-
-
-class ConflictError(SyncError):
-    pass
+    status = 401
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What to do with a job, from the server's status code and error word."""
+    """What to do with a job, from the server's status code and error word: the kind, the
+    reason in words (stored with the attempt, shown after the UI's own sentence) and as a
+    code (what the UI words)."""
 
-    kind: Kind
+    kind: ReplyKind
     reason: str
+    code: Reason
 
 
-_PERMANENT_WORDS = {
-    400: "the server refused the request as malformed",
-    403: "this device is not allowed to do that",
-    404: "the work order does not exist on the server",
-    413: "the change is too large for the server",
-    422: "the server rejected the values",
+_PERMANENT = {
+    400: (Reason.INVALID, "the server refused the request as malformed"),
+    403: (Reason.FORBIDDEN, "this device is not allowed to do that"),
+    404: (Reason.NOT_FOUND, "the work order does not exist on the server"),
+    413: (Reason.TOO_LARGE, "the change is too large for the server"),
+    422: (Reason.INVALID, "the server rejected the values"),
 }
+
+_TRANSIENT, _PERMANENT_KIND = ReplyKind.TRANSIENT, ReplyKind.PERMANENT
 
 
 def classify_status(status: int, error: str | None = None) -> Verdict:
-    """Pure classification of an HTTP outcome (see the module table)."""
+    """Pure classification of a mutation's HTTP outcome (see the module table)."""
     if status in (200, 201):
-        return Verdict("success", "applied")
+        return Verdict(ReplyKind.SUCCESS, "applied", Reason.APPLIED)
     if status == 409:
         if error == "idempotency_key_in_use":
-            return Verdict("transient", "the server is still processing the first try")
+            return Verdict(
+                _TRANSIENT, "the server is still processing the first try", Reason.KEY_IN_USE
+            )
         if error == "version_conflict":
-            return Verdict("conflict", "the work order changed on the server")
-        return Verdict("permanent", f"conflict: {error or 'unknown'}")
+            return Verdict(
+                ReplyKind.CONFLICT, "the work order changed on the server", Reason.VERSION_CONFLICT
+            )
+        return Verdict(_PERMANENT_KIND, f"conflict: {error or 'unknown'}", Reason.REFUSED)
     if status == 401:
-        return Verdict("auth", "the server refused this device's token: sign in again")
+        return Verdict(
+            ReplyKind.AUTH,
+            "the server refused this device's token: sign in again",
+            Reason.SIGNED_OUT,
+        )
     if status == 429:
-        return Verdict("transient", "rate limited by the server")
+        return Verdict(_TRANSIENT, "rate limited by the server", Reason.RATE_LIMITED)
     if status in (502, 503, 504):
-        return Verdict("transient", f"server unavailable ({status})")
+        return Verdict(_TRANSIENT, f"server unavailable ({status})", Reason.SERVER_BUSY)
     if status == 422 and error == "idempotency_key_reused":
-        return Verdict("permanent", "idempotency key reused with a different body")
-    if status in _PERMANENT_WORDS:
+        return Verdict(
+            _PERMANENT_KIND, "idempotency key reused with a different body", Reason.KEY_REUSED
+        )
+    if status in _PERMANENT:
+        code, words = _PERMANENT[status]
         detail = f" ({error})" if error else ""
-        return Verdict("permanent", _PERMANENT_WORDS[status] + detail)
+        return Verdict(_PERMANENT_KIND, words + detail, code)
     if 400 <= status < 500:
-        return Verdict("permanent", f"refused by the server ({status})")
-    return Verdict("transient", f"server error ({status})")
+        return Verdict(_PERMANENT_KIND, f"refused by the server ({status})", Reason.REFUSED)
+    return Verdict(_TRANSIENT, f"server error ({status})", Reason.SERVER_ERROR)
+
+
+def classify_reply(status: int, error: str | None, raw_error: str | None) -> Verdict:
+    """A mutation's reply, read whole: as `classify_status`, but a success, a conflict or
+    any 409 whose body could not be read (``raw_error``) is a malformed reply to retry: their
+    meaning is in the body, so it is not a permanent refusal."""
+    verdict = classify_status(status, error)
+    readable = raw_error is None
+    if readable or (verdict.kind not in (ReplyKind.SUCCESS, ReplyKind.CONFLICT) and status != 409):
+        return verdict
+    return Verdict(_TRANSIENT, f"malformed reply: {raw_error}", Reason.MALFORMED)
+
+
+def classify_failure(error: TransientError) -> Verdict:
+    """A request that got no usable reply (network, timeout, busy, malformed): transient."""
+    if isinstance(error, TimeoutError_):
+        code = Reason.TIMEOUT
+    elif isinstance(error, MalformedReplyError):
+        code = Reason.MALFORMED
+    elif isinstance(error, ServerBusyError):
+        code = Reason.SERVER_BUSY
+    else:
+        code = Reason.NETWORK
+    return Verdict(_TRANSIENT, str(error), code)
+
+
+def read_error(
+    status: int,
+    error: str | None,
+    retry_after: float | None,
+    what: str,
+    raw_error: str | None = None,
+) -> SyncError | None:
+    """What a read (the changes feed, a record) that answered ``status`` raises, or None for
+    a 200. A read the server refuses is not a person's problem: it is tried again later."""
+    verdict = classify_status(status, error)
+    if verdict.kind is ReplyKind.AUTH:
+        return AuthError(verdict.reason)
+    if verdict.kind is _TRANSIENT and status != 409:
+        return ServerBusyError(f"{what}: server busy ({status})", retry_after=retry_after)
+    if status != 200:
+        return MalformedReplyError(f"{what}: unexpected reply {status} {raw_error or ''}")
+    return None
+
+
+def classify_escalation(status: int, error: str | None = None) -> Verdict:
+    """An escalation's reply (``POST /v1/conflicts``). As a mutation's, except that a 408 or
+    any 409 is tried again with the next sync instead of refused for good."""
+    if status in (408, 409):
+        return Verdict(_TRANSIENT, f"not sent for review yet ({status})", Reason.SERVER_BUSY)
+    return classify_status(status, error)
+
+
+def classify_decision(status: int, error: str | None = None) -> Verdict:
+    """The reply to an admin's decision on a review (resolve or dismiss)."""
+    if status == 409 and error == "conflict_not_open":
+        return Verdict(
+            _PERMANENT_KIND, "someone else already decided this conflict", Reason.ALREADY_DECIDED
+        )
+    if status == 409:
+        return Verdict(
+            ReplyKind.CONFLICT, "the work order changed on the server", Reason.VERSION_CONFLICT
+        )
+    return classify_status(status, error)
 
 
 def retry_reason(outcome: TransientError | int, error: str | None = None) -> str:
     """A short, stable name for why a job is retried (the `retry_reason:*` counters)."""
-    if isinstance(outcome, TimeoutError_):
-        return "timeout"
-    if isinstance(outcome, MalformedReplyError):
-        return "malformed"
-    if isinstance(outcome, ServerBusyError):
-        return "server_busy"
     if isinstance(outcome, TransientError):
-        return "network"
+        return str(classify_failure(outcome).code)
     if outcome == 429:
         return "rate_limited"
     if outcome == 409 and error == "idempotency_key_in_use":

@@ -14,7 +14,7 @@ import logging
 from app.credentials import scrub
 from app.executor import StoreExecutor
 from app.sync.conflicts import Conflicts
-from app.sync.errors import AuthError
+from app.sync.errors import AuthError, ReplyKind, classify_escalation
 from app.sync.transport import ServerClient
 
 __all__ = ["EscalationOutbox"]
@@ -35,13 +35,18 @@ class EscalationOutbox:
         for item in await self.executor.run(self.conflicts.pending_escalations):
             reply = await self.client.raise_conflict(item["review_key"], item["body"])
             conflict = (reply.body or {}).get("conflict")
-            if reply.status in (200, 201) and isinstance(conflict, dict) and "id" in conflict:
+            verdict = classify_escalation(reply.status, reply.error)
+            if (
+                verdict.kind is ReplyKind.SUCCESS
+                and isinstance(conflict, dict)
+                and "id" in conflict
+            ):
                 await self.executor.run(
                     self.conflicts.mark_escalated, item["job_id"], str(conflict["id"])
                 )
-            elif reply.status == 401:
-                raise AuthError("the server refused this device's token", status=401)
-            elif 400 <= reply.status < 500 and reply.status not in (408, 409, 429):
+            elif verdict.kind is ReplyKind.AUTH:
+                raise AuthError("the server refused this device's token")
+            elif verdict.kind is ReplyKind.PERMANENT:
                 # Refused for good (too large, invalid): the person decides again, told why.
                 why = (reply.body or {}).get("detail") or (reply.body or {}).get("error")
                 problem = scrub(f"{why} ({reply.status})")[:500]

@@ -22,7 +22,7 @@ from app.store.db import WriteTransaction, connection
 from app.store.settings import read_setting, write_setting
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
-from app.sync.errors import AuthError, MalformedReplyError, ServerBusyError
+from app.sync.errors import MalformedReplyError, read_error
 from app.sync.transport import Reply, ServerClient
 
 __all__ = ["SYNC_TOKEN_KEY", "ReconcileReport", "Reconciler", "read_setting", "write_setting"]
@@ -45,16 +45,12 @@ class ReconcileReport:
 
 
 def _check(reply: Reply, what: str) -> dict[str, Any]:
-    if reply.status == 401:
-        raise AuthError("the server refused this device's token: sign in again", status=401)
-    if reply.status in (429, 502, 503, 504) or reply.status >= 500:
-        raise ServerBusyError(
-            f"{what}: server busy ({reply.status})", retry_after=reply.retry_after
-        )
-    if reply.status != 200 or reply.body is None:
-        raise MalformedReplyError(
-            f"{what}: unexpected reply {reply.status} {reply.raw_error or ''}"
-        )
+    problem = read_error(reply.status, reply.error, reply.retry_after, what, reply.raw_error)
+    if problem is None and reply.body is None:
+        problem = MalformedReplyError(f"{what}: unexpected reply {reply.status} {reply.raw_error}")
+    if problem is not None:
+        raise problem
+    assert reply.body is not None
     return reply.body
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,43 @@ def full_queue(data_dir: Path) -> dict[str, int]:
         store.queue.dead(claimed[ids["dead"]], Outcome(error="HTTP 422"))
         store.queue.conflict(claimed[ids["conflict"]], Outcome(error="HTTP 409"))
         store.queue.release([claimed[ids["pending"]]])
+        ids["update"] = store.record_edit(
+            "update", _entity(store, ids["pending"]), {"site": "East"}
+        ).job_id
+    return ids
+
+
+def at_schema(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """Open stores as the release that knew migrations up to ``version`` did."""
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:version])
+    monkeypatch.setattr(migrations, "LATEST_VERSION", version)
+    monkeypatch.setattr(db_module, "LATEST_VERSION", version)
+
+
+def old_queue(data_dir: Path) -> dict[str, int]:
+    """`full_queue` as an old version's queue left it, written as SQL: today's queue writes
+    today's attempt rows, which an old schema cannot hold."""
+    with Store(data_dir) as store:
+        ids = {
+            status: store.record_edit(
+                "create", None, {"title": f"{status} job", "site": f"{status} yard"}
+            ).job_id
+            for status in ("done", "dead", "conflict", "leased", "pending")
+        }
+        sql = store.db.execute_sql
+        sql(
+            "UPDATE jobs SET status = 'done', finished_at = updated_at WHERE id = ?", (ids["done"],)
+        )
+        for status, error in (("dead", "HTTP 422"), ("conflict", "HTTP 409")):
+            sql(
+                "UPDATE jobs SET status = ?, attempt_count = 1, last_error = ? WHERE id = ?",
+                (status, error, ids[status]),
+            )
+        sql(
+            "UPDATE jobs SET status = 'leased', attempt_count = 1, locked_by = 'worker-1', "
+            "locked_until = ? WHERE id = ?",
+            (time.time() + 60, ids["leased"]),
+        )
         ids["update"] = store.record_edit(
             "update", _entity(store, ids["pending"]), {"site": "East"}
         ).job_id
@@ -154,10 +192,8 @@ def test_failed_migration_leaves_the_old_version_and_payloads(
 def test_migration_3_keys_open_jobs_on_finished_at(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:2])
-    monkeypatch.setattr(migrations, "LATEST_VERSION", 2)
-    monkeypatch.setattr(db_module, "LATEST_VERSION", 2)
-    ids = full_queue(data_dir)
+    at_schema(monkeypatch, 2)
+    ids = old_queue(data_dir)
     with Store(data_dir) as store:
         # What version 2 wrote: dead and conflicted jobs had a finished_at too.
         store.db.execute_sql(
@@ -190,3 +226,46 @@ def test_migration_3_keys_open_jobs_on_finished_at(
         store.queue.discard(ids["dead"])
         later = [job.id for job in store.queue.claim("worker-2", limit=10)]
         assert later == [behind_dead]
+
+
+def test_migration_5_gives_old_attempts_reason_codes_and_keeps_history(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at_schema(monkeypatch, 4)
+    ids = old_queue(data_dir)
+    history = [
+        (ids["done"], "done", 201, None),
+        (ids["dead"], "retry", None, "timed out (ReadTimeout)"),
+        (ids["dead"], "retry", 503, "server unavailable (503)"),
+        (ids["dead"], "dead", 422, "the server rejected the values (validation_error)"),
+        (ids["conflict"], "conflict", 409, "the work order changed on the server"),
+        (ids["pending"], "retry", None, "cannot reach the server"),
+        (ids["pending"], "dead", 0, "gave up after 12 attempts: cannot reach the server"),
+        (ids["leased"], "lease_expired", None, "lease expired (worker stopped?)"),
+    ]
+    with Store(data_dir) as store:
+        for job_id, outcome, status, error in history:
+            store.db.execute_sql(
+                "INSERT INTO attempts (job_id, started_at, duration_ms, outcome, http_status, "
+                "error) VALUES (?, 0, 1, ?, ?, ?)",
+                (job_id, outcome, status, error),
+            )
+        before = jobs_by_id(store)
+    monkeypatch.undo()
+
+    with Store(data_dir) as store:
+        assert jobs_by_id(store) == before, "queued payloads and keys untouched"
+        rows = store.db.execute_sql(
+            "SELECT outcome, http_status, error, kind, reason_code FROM attempts ORDER BY id"
+        ).fetchall()
+        assert [row[:3] for row in rows] == [h[1:] for h in history], "history kept"
+        assert [row[3:] for row in rows] == [
+            ("success", "applied"),
+            ("transient", "timeout"),
+            ("transient", "server_busy"),
+            ("permanent", "invalid"),
+            ("conflict", "version_conflict"),
+            ("transient", "network"),
+            ("transient", "gave_up"),
+            (None, "lease_expired"),
+        ]

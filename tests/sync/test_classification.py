@@ -9,12 +9,21 @@ import pytest
 
 from app.store.backoff import BackoffPolicy, backoff_delay
 from app.sync.errors import (
+    AuthError,
     MalformedReplyError,
     NetworkError,
+    Reason,
+    ReplyKind,
+    ServerBusyError,
     TimeoutError_,
+    classify_decision,
+    classify_escalation,
+    classify_failure,
+    classify_reply,
     classify_status,
     from_httpx,
     parse_retry_after,
+    read_error,
 )
 from app.sync.merge import intent_applied, three_way
 
@@ -129,3 +138,62 @@ def test_intent_applied() -> None:
     assert not intent_applied("update", {"title": "Other"}, current)
     assert not intent_applied("delete", {}, current)
     assert intent_applied("delete", {}, {**current, "deleted": True})
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "code"),
+    [
+        (200, None, "applied"),
+        (503, None, "server_busy"),
+        (500, None, "server_error"),
+        (429, "rate_limited", "rate_limited"),
+        (409, "idempotency_key_in_use", "key_in_use"),
+        (409, "version_conflict", "version_conflict"),
+        (409, "something_else", "refused"),
+        (400, "missing_idempotency_key", "invalid"),
+        (403, "forbidden", "forbidden"),
+        (404, "not_found", "not_found"),
+        (413, "payload_too_large", "too_large"),
+        (422, "invalid_payload", "invalid"),
+        (422, "idempotency_key_reused", "key_reused"),
+        (418, None, "refused"),
+        (401, "unauthorized", "signed_out"),
+    ],
+)
+def test_every_verdict_carries_a_reason_code(status: int, error: str | None, code: str) -> None:
+    assert classify_status(status, error).code == code
+
+
+def test_failures_without_a_reply_are_transient_with_their_code() -> None:
+    assert classify_failure(TimeoutError_("timed out")).code == Reason.TIMEOUT
+    assert classify_failure(NetworkError("cannot reach the server")).code == Reason.NETWORK
+    assert classify_failure(MalformedReplyError("bad")).code == Reason.MALFORMED
+    assert {classify_failure(NetworkError("x")).kind} == {ReplyKind.TRANSIENT}
+
+
+def test_an_unreadable_body_is_malformed_only_where_the_body_holds_the_meaning() -> None:
+    for status, error in [(200, None), (409, None), (409, "version_conflict")]:
+        verdict = classify_reply(status, error, "not JSON")
+        assert (verdict.kind, verdict.code) == (ReplyKind.TRANSIENT, Reason.MALFORMED)
+    assert classify_reply(422, None, "not JSON").code == Reason.INVALID
+    assert classify_reply(200, None, None).code == Reason.APPLIED
+
+
+def test_reads_raise_by_the_same_table() -> None:
+    assert read_error(200, None, None, "changes feed") is None
+    assert isinstance(read_error(401, None, None, "changes feed"), AuthError)
+    busy = read_error(503, None, 7.0, "changes feed")
+    assert isinstance(busy, ServerBusyError)
+    assert busy.retry_after == 7.0
+    for status in (404, 409, 201):
+        assert isinstance(read_error(status, None, None, "record"), MalformedReplyError)
+
+
+def test_escalations_and_decisions_read_409_their_own_way() -> None:
+    assert classify_escalation(409, "version_conflict").kind == ReplyKind.TRANSIENT
+    assert classify_escalation(408).kind == ReplyKind.TRANSIENT
+    assert classify_escalation(422, "invalid_payload").kind == ReplyKind.PERMANENT
+    assert classify_escalation(401).kind == ReplyKind.AUTH
+    assert classify_decision(409, "conflict_not_open").code == Reason.ALREADY_DECIDED
+    assert classify_decision(409, "stale").code == Reason.VERSION_CONFLICT
+    assert classify_decision(403).code == Reason.FORBIDDEN

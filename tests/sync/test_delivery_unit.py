@@ -82,22 +82,34 @@ def after_first_attempt(store: Store, fake: FakeServer) -> Any:
 
 
 TRANSIENT = [
-    pytest.param(httpx.ConnectError("refused"), "cannot reach the server", id="connect-error"),
-    pytest.param(httpx.ReadTimeout("slow"), "timed out", id="timeout"),
-    pytest.param(json_response(502, {"error": "bad_gateway"}), "502", id="502"),
-    pytest.param(json_response(503, {"error": "unavailable"}), "503", id="503"),
-    pytest.param(json_response(504, {"error": "timeout"}), "504", id="504"),
+    pytest.param(
+        httpx.ConnectError("refused"), "cannot reach the server", "network", id="connect-error"
+    ),
+    pytest.param(httpx.ReadTimeout("slow"), "timed out", "timeout", id="timeout"),
+    pytest.param(json_response(502, {"error": "bad_gateway"}), "502", "server_busy", id="502"),
+    pytest.param(json_response(503, {"error": "unavailable"}), "503", "server_busy", id="503"),
+    pytest.param(json_response(504, {"error": "timeout"}), "504", "server_busy", id="504"),
     pytest.param(
         json_response(409, {"error": "idempotency_key_in_use"}, **{"Retry-After": "1"}),
         "still processing",
+        "key_in_use",
         id="key-in-use",
     ),
 ]
 
 
-@pytest.mark.parametrize(("answer", "reason"), TRANSIENT)
+def reason_codes(store: Store, job_id: int) -> list[tuple[str | None, str | None]]:
+    """What each attempt's reply meant and why, as the attempt rows keep them."""
+    return (
+        connection(store.db)
+        .execute("SELECT kind, reason_code FROM attempts WHERE job_id = ? ORDER BY id", (job_id,))
+        .fetchall()
+    )
+
+
+@pytest.mark.parametrize(("answer", "reason", "code"), TRANSIENT)
 async def test_transient_outcomes_retry_then_deliver(
-    store: Store, answer: Any, reason: str
+    store: Store, answer: Any, reason: str, code: str
 ) -> None:
     job_id = create(store)
     fake = FakeServer()
@@ -107,6 +119,7 @@ async def test_transient_outcomes_retry_then_deliver(
     assert outcomes[0][0] == "retry"
     assert reason in (outcomes[0][1] or "")
     assert outcomes[-1][0] == "done"
+    assert reason_codes(store, job_id) == [("transient", code), ("success", "applied")]
     assert one_job(store)["attempt_count"] == 2
     # The retry is the same request: same key, same body.
     first, second = fake.mutation_requests
@@ -151,17 +164,17 @@ async def test_batch_429_applies_to_every_job(tmp_path: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "body"),
+    ("status", "body", "code"),
     [
-        (400, {"error": "bad_request", "detail": "Idempotency-Key missing"}),
-        (403, {"error": "forbidden", "detail": "workers cannot do that"}),
-        (404, {"error": "not_found", "detail": "no such work order"}),
-        (413, {"error": "payload_too_large", "detail": "notes over the limit"}),
-        (422, {"error": "invalid_payload", "detail": "title: at most 200 characters"}),
+        (400, {"error": "bad_request", "detail": "Idempotency-Key missing"}, "invalid"),
+        (403, {"error": "forbidden", "detail": "workers cannot do that"}, "forbidden"),
+        (404, {"error": "not_found", "detail": "no such work order"}, "not_found"),
+        (413, {"error": "payload_too_large", "detail": "notes over the limit"}, "too_large"),
+        (422, {"error": "invalid_payload", "detail": "title: at most 200 characters"}, "invalid"),
     ],
 )
 async def test_permanent_outcomes_dead_letter_with_the_servers_reason(
-    store: Store, status: int, body: dict[str, str]
+    store: Store, status: int, body: dict[str, str], code: str
 ) -> None:
     job_id = create(store)
     fake = FakeServer()
@@ -171,6 +184,7 @@ async def test_permanent_outcomes_dead_letter_with_the_servers_reason(
     assert body["detail"] in job["last_error"]
     assert job["attempt_count"] == 1
     assert attempts(store, job_id)[-1][0] == "dead"
+    assert reason_codes(store, job_id) == [("permanent", code)]
     assert len(fake.mutation_requests) == 1
 
 

@@ -19,6 +19,7 @@ import shiboken6  # noqa: E402
 
 from app.events import EventBus  # noqa: E402
 from app.executor import StoreExecutor  # noqa: E402
+from app.states import Reason  # noqa: E402
 from app.store.queue import Outcome  # noqa: E402
 from app.store.store import Store  # noqa: E402
 from ui.bridge import Bridge  # noqa: E402
@@ -160,14 +161,19 @@ def mark_synced(store: Store) -> None:
     )
 
 
-def make_dead(store: Store, title: str = "Broken pump", error: str = "", status: int = 422) -> int:
-    """One dead job: an edit the server refused."""
+def make_dead(
+    store: Store,
+    title: str = "Broken pump",
+    error: str = "",
+    status: int = 422,
+    code: Reason = Reason.INVALID,
+) -> int:
+    """One dead job: an edit the server refused (``code`` says why, as delivery records it)."""
     entity_id = str(uuid.uuid4())
     result = store.record_edit("create", entity_id, {"title": title, "site": "North yard"})
     (job,) = store.queue.claim("test")
-    store.queue.dead(
-        job, Outcome(error=error or "validation_error: site: not a known site", http_status=status)
-    )
+    error = error or "validation_error: site: not a known site"
+    store.queue.dead(job, Outcome(error=error, http_status=status, code=code))
     return result.job_id
 
 

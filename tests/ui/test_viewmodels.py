@@ -12,6 +12,7 @@ import pytest
 
 from app.credentials import NoKeyringError
 from app.events import AuthRequired, ConnectivityChanged, EventBus, QueueChanged, SyncProgress
+from app.states import Reason
 from app.store.errors import StorageBusyError
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
@@ -224,7 +225,9 @@ def test_dead_letters_filter_select_history_retry_discard_export(
     run: Runner, services: Services, root: Any, store: Store
 ) -> None:
     refused = make_dead(store, title="Refused one")
-    gave_up = make_dead(store, title="Gave up", error="gave up after 12 attempts", status=0)
+    gave_up = make_dead(
+        store, title="Gave up", error="gave up after 12 attempts", status=0, code=Reason.GAVE_UP
+    )
     engine = FakeEngine()
     services.engine = engine
     dead = DeadLetterModel(services, root)
@@ -392,4 +395,21 @@ def test_conflict_screen_says_why_the_admin_review_could_not_be_opened(
     run(screen.wait_idle())
     assert screen.explanation.endswith(
         "The admin review could not be opened: entity unknown (422)."
+    )
+
+
+def test_dead_letters_word_a_failure_from_its_reason_code_not_its_text(
+    run: Runner, services: Services, root: Any, store: Store
+) -> None:
+    # Words that once steered the English matching ("invalid", "attempts"); the code decides.
+    gone = make_dead(
+        store, title="Gone", error="invalid after 3 attempts", status=0, code=Reason.NOT_FOUND
+    )
+    dead = DeadLetterModel(services, root)
+    dead.reload()
+    run(dead.wait_idle())
+    assert dead.kindValues == ["", "not_found"]
+    assert dead.get(0)["jobId"] == gone
+    assert dead.get(0)["errorText"] == (
+        "The work order no longer exists on the server. (invalid after 3 attempts)"
     )

@@ -33,7 +33,7 @@ from ui.qt import (
 )
 from ui.services import Services
 from ui.tasks import TaskOwner
-from ui.wording import error_in_words, kind_in_words, when
+from ui.wording import kind_in_words, reason_in_words, when
 
 __all__ = ["DeadLetterModel", "validate_payload"]
 
@@ -140,7 +140,7 @@ class DeadLetterModel(QAbstractListModel):
             "title": job.title or f"Work order {job.entity_id[:8]}",
             "op": _OPS.get(job.op, job.op),
             "attempts": job.attempt_count,
-            "errorText": error_in_words(job.last_error, job.http_status),
+            "errorText": reason_in_words(job.reason_code, job.last_error),
             "kind": job.kind,
             "kindText": kind_in_words(job.kind),
             "checked": job.id in self._checked,
@@ -247,7 +247,7 @@ class DeadLetterModel(QAbstractListModel):
             "title": job.title or f"Work order {job.entity_id[:8]}",
             "entityId": job.entity_id,
             "op": _OPS.get(job.op, job.op),
-            "errorText": error_in_words(job.last_error, job.http_status),
+            "errorText": reason_in_words(job.reason_code, job.last_error),
             "kindText": kind_in_words(job.kind),
             "when": when(job.failed_at),
             "queuedAt": when(job.created_at),

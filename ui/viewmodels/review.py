@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from app.sync.errors import SyncError
+from app.sync.errors import Reason, ReplyKind, SyncError, classify_decision
 from app.sync.transport import Reply
 from ui.qt import Property, QObject, Signal, Slot
 from ui.tasks import TaskOwner
@@ -316,7 +316,8 @@ class ReviewViewModel(QObject):
         except SyncError as exc:
             self.message.emit(f"Not decided: could not reach the server ({exc}).")
             return
-        if reply.status == 200:
+        verdict = classify_decision(reply.status, reply.error)
+        if verdict.kind is ReplyKind.SUCCESS:
             self.message.emit(
                 "Dismissed: the server's version stands."
                 if fields is None
@@ -324,15 +325,15 @@ class ReviewViewModel(QObject):
             )
             self._current = None
             self._choices = {}
-        elif reply.status == 409 and reply.error == "conflict_not_open":
+        elif verdict.code is Reason.ALREADY_DECIDED:
             self.message.emit("Someone else already decided this conflict.")
             self._current = None
-        elif reply.status == 409:
+        elif verdict.code is Reason.VERSION_CONFLICT:
             self.message.emit(
                 "The work order changed on the server since this was raised; dismiss it, or "
                 "ask the device to send it again."
             )
-        elif reply.status == 403:
+        elif verdict.code is Reason.FORBIDDEN:
             self.message.emit("Only an admin device can decide conflicts.")
         else:
             self.message.emit(f"Not decided: the server answered HTTP {reply.status}.")
