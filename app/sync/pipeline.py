@@ -314,3 +314,9 @@ class DeliveryPipeline:
             except StorageConditionError as exc:
                 # Disk full at stop: the leases run out and the next start takes them back.
                 log.warning("could not release leases: %s", exc)
+                return
+            self.events.publish(
+                JobStatesChanged(
+                    tuple(JobStateChanged(j.id, j.entity_key, JobStatus.PENDING) for j in jobs)
+                )
+            )

@@ -105,10 +105,12 @@ class Puller:
         if refusals:
             self.status.last_error = refusals[-1]
         progress = self.status.progress("pull")
+        priority = tuple(self.priority_ids)
         try:
-            report = await self.reconciler.run(tuple(self.priority_ids), progress.update)
+            report = await self.reconciler.run(priority, progress.update)
         finally:
             progress.finish()
+        self.opened_ids.difference_update(priority)  # just read with the pull
         self._refused = 0
         self.due = False
         self._last_pull = self.clock.monotonic()

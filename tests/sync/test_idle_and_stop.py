@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.events import Connectivity
+from app.events import Connectivity, JobStatesChanged
 from app.store.cache import apply_server_record
 from app.store.db import connection
 from app.store.lock import WorkerLock
@@ -149,6 +149,14 @@ async def test_graceful_stop_releases_leases_within_the_bound(store: Store) -> N
         return json_response(200, {"changes": [], "next": "0", "has_more": False})
 
     engine = make_engine(store, URL, "t", transport=httpx.MockTransport(never_answers))
+    told: list[list[tuple[int, str]]] = []
+    engine.events.subscribe(
+        lambda e: (
+            told.append([(c.job_id, str(c.status)) for c in e.changes])
+            if isinstance(e, JobStatesChanged)
+            else None
+        )
+    )
     runner = asyncio.create_task(engine.run())
     try:
         await asyncio.wait_for(sent.wait(), 5.0)
@@ -168,6 +176,9 @@ async def test_graceful_stop_releases_leases_within_the_bound(store: Store) -> N
     assert {j["status"] for j in jobs} == {"pending"}
     assert all(j["locked_by"] is None for j in jobs)
     assert all(j["attempt_count"] == 0 for j in jobs)  # a released claim is not an attempt
+    ids = [j["id"] for j in jobs]
+    # Told as sent, then as waiting again: no badge keeps saying "Sending…" after a stop.
+    assert told == [[(i, "leased") for i in ids], [(i, "pending") for i in ids]]
     with WorkerLock(store.data_dir):  # the worker lock is free again
         pass
     engine.executor.submit(store.db.close)

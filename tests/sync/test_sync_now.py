@@ -80,18 +80,25 @@ async def test_sync_now_sends_then_receives_and_counts_both(
 
 
 async def test_sync_now_reads_a_stale_opened_record_after_the_pull(
-    store: Store, server: EmbeddedServer, token_a: str, admin_api: ServerApi
+    clocked_store: Store,
+    clock: FakeClock,
+    server: EmbeddedServer,
+    token_a: str,
+    admin_api: ServerApi,
 ) -> None:
     entity_id = admin_api.create(title="Pump")["id"]
     transport = FaultTransport()
-    engine = make_engine(store, server.base_url, token_a, transport=transport, stale_after_s=0)
+    engine = make_engine(
+        clocked_store, server.base_url, token_a, transport=transport, clock=clock, stale_after_s=0
+    )
     async with running(engine):
         first = await engine.sync_now()
-        assert first.received == 1
+        await clock.asleep()  # idle again, so the read below waits for "Sync now"
         engine.revalidate(entity_id)
         report = await engine.sync_now()
-    assert report.problem is None
-    assert transport.paths()[-1] == f"/v1/records/{entity_id}", "the read comes last"
+    assert first == SyncReport(sent=0, received=1)
+    assert report == SyncReport(sent=0, received=0)  # the server still has version 1
+    assert transport.paths()[-2:] == ["/v1/changes", f"/v1/records/{entity_id}"]
 
 
 async def test_sync_now_says_unreachable_when_the_server_does_not_answer(
