@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,9 @@ def test_many_devices_lose_nothing_and_apply_nothing_twice(
 
     quiesced = drive(devices, proxy.base_url, pace, 540 if LARGE else 150, tick)
     proxy.wait_flapping(30)
+    settled = time.monotonic()
     settle(server_process.base_url, devices)
+    settle_s = time.monotonic() - settled
     result, in_use = audit_fleet(server_process.db_url, devices)
     records = proxy.snapshot()
     figures = {
@@ -94,6 +97,7 @@ def test_many_devices_lose_nothing_and_apply_nothing_twice(
         "kills": killed,
         **audit_figures(result, in_use),
         "time_to_quiesce_s": round(quiesced, 1),
+        "time_with_final_sync_s": round(quiesced + settle_s, 1),
     }
     record_figures("many_devices", figures)
     assert result.ok, f"seed {chaos_seed}:\n{result.problems()}"

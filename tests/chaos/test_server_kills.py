@@ -132,7 +132,9 @@ def test_server_sigkilled_while_devices_deliver(
             return bool(schedule)
 
         quiesced = drive(devices, proxy.base_url, PACE, 540 if LARGE else 240, tick)
+        settled = time.monotonic()
         settle(servers.current.base_url, devices)
+        settle_s = time.monotonic() - settled
         result, in_use = audit_fleet(db_url, devices)
     finally:
         proxy.stop()
@@ -152,6 +154,7 @@ def test_server_sigkilled_while_devices_deliver(
         "claims_taken_over": takeovers,
         **audit_figures(result, in_use),
         "time_to_quiesce_s": round(quiesced, 1),
+        "time_with_final_sync_s": round(quiesced + settle_s, 1),
     }
     record_figures(f"server_kills_{figures['backend']}", figures)
     assert result.ok, f"seed {chaos_seed}:\n{result.problems()}"
