@@ -14,7 +14,7 @@ from fastapi.responses import PlainTextResponse, Response
 from server import changes, routes_conflicts, routes_mutations
 from server.database import open_store
 from server.http import Admin, CorrelationMiddleware, ServerContext, install_error_handlers
-from server.idempotency import prune_expired
+from server.idempotency import abandon_claims, prune_expired
 from server.logs import log_event
 from server.metrics import Metrics
 from server.openapi import error_responses
@@ -54,6 +54,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        abandoned = abandon_claims(context.store, context.settings)
+        if abandoned:
+            # Left by a server that died mid-request: retries take them over at once.
+            log_event(logger, logging.WARNING, "abandoned idempotency claims", count=abandoned)
         stop = threading.Event()
         pruner = threading.Thread(
             target=_prune_forever, args=(context, stop), name="prune-keys", daemon=True

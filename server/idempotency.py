@@ -19,7 +19,13 @@ fails, the savepoint is rolled back and the calls run one by one as above: the e
 their `done` rows still commit together or not at all.
 
 A claim whose owner crashed stays `processing` until the lease runs out, then a retry takes it
-over. Keys are retained `idempotency_retention_seconds` (30 days by default) and pruned after:
+over. A server process starting up does not wait for that: every claim it finds was made before
+it started, so it marks them all abandoned (`abandon_claims`), and the first retry takes each
+over at once instead of hearing "in use" for the whole lease. A claim still being worked on by a
+sibling process (`--workers`) loses nothing by it: if a retry takes it over, the sibling's
+`done` update matches no row and its effect rolls back, so there is still one effect.
+
+Keys are retained `idempotency_retention_seconds` (30 days by default) and pruned after:
 the retention must outlive a device's longest offline period, or a retry of a request whose
 response was lost before the device went offline would run again (a create would answer 409
 instead of its record, an update would raise a false conflict).
@@ -43,6 +49,7 @@ from server.settings import Settings
 
 __all__ = [
     "BatchEffect",
+    "abandon_claims",
     "IdempotentCall",
     "Reply",
     "execute_idempotent",
@@ -375,6 +382,19 @@ def _repeat_in_batch(reply: Reply, original: IdempotentCall, repeat: IdempotentC
     if reply.status == 500 or reply.retry_after is not None:
         return reply
     return Reply(reply.status, reply.body, replayed=True)
+
+
+def abandon_claims(store: Store, settings: Settings) -> int:
+    """At startup: let a retry take over every claim made before now; return how many."""
+    keys = store.tables.IdempotencyKey
+    now = settings.clock()
+    stale = now - settings.idempotency_lease_seconds - 1.0
+    with store.db.atomic():
+        return int(
+            keys.update(claimed_at=stale)
+            .where(keys.state == _PROCESSING, keys.claimed_at < now)
+            .execute()
+        )
 
 
 def prune_expired(store: Store, settings: Settings) -> int:

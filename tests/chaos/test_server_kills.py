@@ -3,10 +3,11 @@
 A real `fieldsync-server serve` (SQLite, then PostgreSQL) behind the proxy, which passes every
 request untouched: the only fault is the kill. Device processes (`device_runner.py`, the real
 store and engine) make seeded edits with unique markers; at seeded moments the test waits for
-a mutation to reach the server, lets it run for up to 30 ms (inside the claim, the effect or
-the commit) and SIGKILLs the server, then starts a new one on the same database and points
-the proxy at it. Afterwards every device settles with clean syncs and the audit compares the
-database with every device, field by field; no idempotency key may be left in use.
+a mutation to reach the server, lets it run for a random part of the time a mutation takes
+there (reading it, claiming its key, the effect, the commit), SIGKILLs the server, starts a new
+one on the same database and points the proxy at it. Afterwards every device settles with
+clean syncs and the audit compares the database with every device, field by field; no
+idempotency key may be left in use, and no edit may die of the restarts.
 """
 
 from __future__ import annotations
@@ -17,14 +18,19 @@ import random
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from app.records import EDITABLE_FIELDS
-from tests.chaos.audit import read_device
+from server.database import open_store
+from server.idempotency import request_hash
+from server.mutations import validate_mutation
+from tests.chaos.audit import read_device, read_server
 from tests.chaos.conftest import LARGE, SCALE
 from tests.chaos.fleet import (
     MUTATIONS,
@@ -84,6 +90,22 @@ class Restarts:
         self.current.stop()
         self.log += self.current.lines
 
+    def mutation_ms(self) -> list[float]:
+        """How long the servers so far took per mutation request (their request log)."""
+        durations = []
+        for line in [*self.log, *self.current.lines]:
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if entry.get("msg") == "request" and str(entry.get("path")).startswith(MUTATIONS):
+                durations.append(float(entry["duration_ms"]))
+        return durations
+
+
+def median(values: list[float], default: float) -> float:
+    return sorted(values)[len(values) // 2] if values else default
+
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
@@ -116,7 +138,10 @@ def test_server_sigkilled_while_devices_deliver(
             device.plan_path.write_text(json.dumps(plan))
         window = SCALE.kill_edits * PACE / 2
         schedule = sorted(rng.uniform(1.0, window) for _ in range(SCALE.server_kills))
-        in_flight = [rng.uniform(0.0, 0.03) for _ in schedule]
+        # Where in its request the mutation is killed: a fraction of the time this machine's
+        # server takes for one (its own request log says), so the kills spread over reading,
+        # claiming the key, the effect and the commit, whatever the load.
+        into_request = [rng.random() for _ in schedule]
         mid_request = 0
 
         def tick(elapsed: float) -> bool:
@@ -127,7 +152,7 @@ def test_server_sigkilled_while_devices_deliver(
                 # Kill while a mutation is being applied, if one comes within a second.
                 if seen.seen.wait(1.0):
                     mid_request += 1
-                    time.sleep(in_flight.pop(0))
+                    time.sleep(into_request.pop(0) * median(servers.mutation_ms(), 30.0) / 1000)
                 servers.kill_and_restart()
             return bool(schedule)
 
@@ -142,6 +167,11 @@ def test_server_sigkilled_while_devices_deliver(
 
     counters = [read_device(d.name, d.data_dir).counters for d in devices]
     takeovers = sum("idempotency claim taken over" in line for line in servers.log)
+    abandoned = sum(
+        int(json.loads(line).get("count", 0))
+        for line in servers.log
+        if "abandoned idempotency claims" in line
+    )
     figures = {
         "seed": chaos_seed,
         "backend": db_url.split(":", 1)[0],
@@ -149,8 +179,10 @@ def test_server_sigkilled_while_devices_deliver(
         "edits_per_device": SCALE.kill_edits,
         "server_kills": servers.kills,
         "kills_during_a_mutation": mid_request,
-        "restart_s_median": round(sorted(servers.downtime_s)[len(servers.downtime_s) // 2], 2),
+        "restart_s_median": round(median(servers.downtime_s, 0.0), 2),
+        "mutation_ms_median": round(median(servers.mutation_ms(), 0.0), 1),
         "in_use_answers": sum(c.get("retry_reason:key_in_use", 0) for c in counters),
+        "claims_abandoned_at_restart": abandoned,
         "claims_taken_over": takeovers,
         **audit_figures(result, in_use),
         "time_to_quiesce_s": round(quiesced, 1),
@@ -164,3 +196,39 @@ def test_server_sigkilled_while_devices_deliver(
     assert mid_request >= (SCALE.server_kills + 1) // 2, figures
     assert result.server_records > len(shared)
     assert result.values_checked == len(EDITABLE_FIELDS) * result.server_records
+
+
+def test_a_claim_left_by_a_killed_server_is_taken_over_at_once_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    """What a server SIGKILLed between claiming a key and committing its effect leaves: a fresh
+    `processing` row. The restarted server must not answer the retry "in use" for the lease."""
+    db_url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    token = add_device(db_url, "phone")
+    body = {"entity_id": str(uuid.uuid4()), "op": "create", "base_version": None,
+            "fields": {"title": "claimed, then the server died"}}  # fmt: skip
+    key = str(uuid.uuid4())
+    store = open_store(db_url)
+    try:
+        device = store.tables.Device.get(store.tables.Device.name == "phone")
+        now = time.time()
+        store.tables.IdempotencyKey.insert(
+            device_id=device.id, key=key, state="processing", claim_token="0" * 32,
+            request_hash=request_hash("mutation", validate_mutation(body).canonical()),
+            claimed_at=now, created_at=now,
+        ).execute()  # fmt: skip
+    finally:
+        store.close()
+    headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": key}
+    with ServerProcess(db_url) as server:
+        reply = httpx.post(f"{server.base_url}/v1/mutations", json=body, headers=headers)
+        again = httpx.post(f"{server.base_url}/v1/mutations", json=body, headers=headers)
+        lines = "".join(server.lines)
+    assert reply.status_code == 201, reply.text
+    assert reply.json()["record"]["title"] == "claimed, then the server died"
+    assert again.status_code == 201
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert "abandoned idempotency claims" in lines
+    state = read_server(Path(db_url.removeprefix("sqlite:///")))
+    assert state.in_use == []
+    assert len(state.records) == 1
