@@ -20,7 +20,7 @@ from server.http import ApiError, CurrentDevice, ServerContext
 from server.models import BIGINT_MAX
 from server.mutations import record_json
 from server.openapi import ChangesPage, RecordReply, error_responses
-from server.wire import wire_entity_id
+from server.wire import UrlInteger, wire_entity_id
 
 __all__ = ["router"]
 
@@ -49,7 +49,7 @@ def get_changes(
     request: Request,
     device: CurrentDevice,
     since: Annotated[str | None, Query(description="`next` of the previous page")] = None,
-    limit: Annotated[int | None, Query(ge=1)] = None,
+    limit: Annotated[int | None, Query(ge=1), UrlInteger] = None,
 ) -> dict[str, Any]:
     """Records changed after `since`, oldest change first."""
     context: ServerContext = request.app.state.server

@@ -41,7 +41,7 @@ from server.openapi import (
     VersionConflict,
     error_responses,
 )
-from server.wire import JsonInteger, patch_fields, wire_entity_id
+from server.wire import JsonInteger, UrlInteger, patch_fields, wire_entity_id
 
 __all__ = ["router"]
 
@@ -57,7 +57,7 @@ class RaiseConflict(BaseModel):
     note: Annotated[str, Field(max_length=2000), AfterValidator(printable)] | None = None
 
 
-ConflictId = Annotated[int, Path(ge=1, le=BIGINT_MAX)]
+ConflictId = Annotated[int, Path(ge=1, le=BIGINT_MAX), UrlInteger]
 
 
 class Resolution(BaseModel):

@@ -22,6 +22,7 @@ __all__ = [
     "ENTITY_ID_PATTERN",
     "JsonInteger",
     "Mutation",
+    "UrlInteger",
     "check_json_types",
     "check_wire_fields",
     "patch_fields",
@@ -43,6 +44,18 @@ def _integer(value: object) -> object:
 
 #: An integer as JSON writes it; use in a strict model.
 JsonInteger = Annotated[int, BeforeValidator(_integer)]
+
+
+def _written_in_digits(value: object) -> object:
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        raise ValueError("must be written in digits")
+    return value
+
+
+#: A number in a URL (path or query) is ASCII digits; pydantic also reads " 1", "+1", "1_0"
+#: and "1.0". Put it after `Path()`/`Query()` in the `Annotated`, or FastAPI's document loses
+#: the parameter's bounds.
+UrlInteger = BeforeValidator(_written_in_digits)
 
 
 class Mutation(records.Mutation):

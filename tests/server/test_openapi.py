@@ -410,3 +410,18 @@ def test_links_lead_from_what_was_created_to_what_takes_its_id(
     updated = follow(spec, api.client, changed_link, page)
     assert updated.status_code == 200, updated.text
     assert updated.json()["record"]["status"] == "in_progress"
+
+
+@pytest.mark.parametrize("written", [" 1", "+1", "1_0", "1.0", "١"])
+def test_a_number_in_a_url_is_written_in_digits(
+    api: ServerApi, admin: ServerApi, written: str
+) -> None:
+    """The document says integer; pydantic alone would also read these as 1 (or 10)."""
+    refused = api.client.get("/v1/changes", params={"limit": written})
+    assert refused.status_code == 422
+    assert [issue["loc"] for issue in refused.json()["detail"]] == [["query", "limit"]]
+    refused = admin.client.get(f"/v1/conflicts/{written}")
+    assert refused.status_code == 422
+    assert [issue["loc"] for issue in refused.json()["detail"]] == [["path", "conflict_id"]]
+    assert api.client.get("/v1/changes", params={"limit": "007"}).status_code == 200
+    assert admin.client.get("/v1/conflicts/007").status_code == 404
