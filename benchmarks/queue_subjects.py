@@ -237,7 +237,11 @@ class RawSqlite(Subject):
         done = [job_id for (job_id,) in conn.execute(ACK_MANY, (now, now, ids))]
         duration = (now - claimed_at) * 1000.0
         conn.executemany(
-            INSERT_ATTEMPT, [(job_id, claimed_at, duration, "done", None, None) for job_id in done]
+            INSERT_ATTEMPT,
+            [
+                (job_id, claimed_at, duration, "done", None, None, "success", "applied")
+                for job_id in done
+            ],
         )
         conn.execute("COMMIT")
         return len(done)
