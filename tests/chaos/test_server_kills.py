@@ -149,8 +149,8 @@ def test_server_sigkilled_while_devices_deliver(
             if schedule and schedule[0] <= elapsed:
                 schedule.pop(0)
                 seen.seen.clear()
-                # Kill while a mutation is being applied, if one comes within a second.
-                if seen.seen.wait(1.0):
+                # Kill while a mutation is being applied, if one comes within 3 s.
+                if seen.seen.wait(3.0):
                     mid_request += 1
                     time.sleep(into_request.pop(0) * median(servers.mutation_ms(), 30.0) / 1000)
                 servers.kill_and_restart()
