@@ -49,13 +49,18 @@ async def show_page(app_vm: AppViewModel, page: str) -> None:
     await app_vm.wait_idle()
 
 
-def _engine(args: argparse.Namespace, store: Store, bus: EventBus, executor: StoreExecutor) -> Any:
+def _engine(
+    args: argparse.Namespace, store: Store, bus: EventBus, executor: StoreExecutor
+) -> tuple[Any, Any]:
+    """The real engine and a review client for --server (token: FIELDSYNC_TOKEN or keyring)."""
     from app.credentials import get_token
     from app.sync.engine import SyncConfig, SyncEngine
+    from app.sync.transport import ServerClient
 
     token = get_token(args.server)
     config = SyncConfig(server_url=args.server, reconnect_jitter_s=0)
-    return SyncEngine(store, config, bus, token=lambda: token, executor=executor)
+    engine = SyncEngine(store, config, bus, token=lambda: token, executor=executor)
+    return engine, ServerClient(args.server, lambda: token)
 
 
 async def _settle(app_vm: AppViewModel) -> None:
@@ -73,9 +78,14 @@ async def take_screenshots(args: argparse.Namespace, store: Store, executor: Sto
     bus = EventBus()
     bridge = Bridge()
     bridge.attach(bus)
-    engine = _engine(args, store, bus, executor) if args.server else None
+    engine, review_client = _engine(args, store, bus, executor) if args.server else (None, None)
     services = Services(
-        store=store, executor=executor, bridge=bridge, engine=engine, server_url=args.server or ""
+        store=store,
+        executor=executor,
+        bridge=bridge,
+        engine=engine,
+        server_url=args.server or "",
+        review_client=review_client,
     )
     app_vm = AppViewModel(services)
     qml = QQmlApplicationEngine()
@@ -109,6 +119,8 @@ async def take_screenshots(args: argparse.Namespace, store: Store, executor: Sto
             with contextlib.suppress(asyncio.CancelledError):
                 await sync_task
         await app_vm.aclose()
+        if review_client is not None:
+            await review_client.aclose()
         window.close()
         del qml
         bridge.detach()

@@ -218,10 +218,12 @@ def open_window(run: Runner, services: Services, root: Any, qapp: Any) -> Iterat
 
     opened: list[tuple[Any, Any, Any]] = []
 
-    def open_(width: int = 360, height: int = 720, dark: bool = False) -> tuple[Any, Any]:
+    def open_(
+        width: int = 360, height: int = 720, dark: bool = False, high_contrast: bool = False
+    ) -> tuple[Any, Any]:
         app_vm = AppViewModel(services, root)
         engine = QQmlApplicationEngine()
-        window = load_window(engine, app_vm, width, height, dark=dark)
+        window = load_window(engine, app_vm, width, height, dark=dark, high_contrast=high_contrast)
         app_vm.start()
         run(app_vm.wait_idle())
         opened.append((app_vm, engine, window))

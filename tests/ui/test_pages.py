@@ -23,6 +23,7 @@ from tests.ui.qml_driver import (
     screenshot,
     too_small_targets,
     type_into,
+    walk,
 )
 from ui.main import show_page
 from ui.qt import QColor, QQuickWindow
@@ -297,3 +298,26 @@ def test_diagnostics_and_status_bar(run: Runner, open_window: Open, seeded: Stor
     assert len(app_vm.diagnostics.depthSeries) >= 2
     assert find(window, "connectivityLabel").property("text") == "Sync is not running"
     click(window, find(window, "syncNowButton"))
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_high_contrast_text_stands_out_on_every_button(
+    run: Runner, open_window: Open, seeded: Store, dark: bool
+) -> None:
+    # Before: on the dark high-contrast palette every button's words were black on black.
+    app_vm, window = open_window(360, 720, dark=dark, high_contrast=True)
+    for page in ("list", "editor", "conflict", "dead"):
+        run(show_page(app_vm, page))
+        settle(run, app_vm)
+        buttons = [
+            item
+            for item in walk(window.contentItem())
+            if item.isVisible() and item.metaObject().className().startswith("FsButton")
+        ]
+        assert buttons, page
+        for button in buttons:
+            ink = QColor(button.property("contentItem").property("color"))
+            paper = QColor(button.property("background").property("color"))
+            assert abs(ink.lightnessF() - paper.lightnessF()) > 0.9, (
+                f"{page}: {button.objectName() or button.property('text')}"
+            )

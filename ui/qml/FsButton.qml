@@ -15,9 +15,9 @@ Button {
     contentItem: Text {
         text: control.text
         font: control.font
-        color: !control.enabled ? Theme.textDisabled
-               : control.highlighted ? Theme.onAccent
-               : control.checked ? Theme.onAccent : Theme.onControl
+        color: !control.enabled ? (Theme.highContrast ? Theme.text : Theme.textDisabled)
+               : control.highlighted ? Theme.accentText
+               : control.checked ? Theme.accentText : Theme.controlText
         horizontalAlignment: Text.AlignHCenter
         verticalAlignment: Text.AlignVCenter
         wrapMode: Text.WordWrap
@@ -28,7 +28,9 @@ Button {
         implicitWidth: 64
         implicitHeight: Theme.controlHeight
         radius: Theme.radius
-        color: control.highlighted || control.checked
+        // Disabled in high contrast: the window's colours, told apart by the faded outline.
+        color: !control.enabled && Theme.highContrast ? Theme.control
+               : control.highlighted || control.checked
                ? (control.enabled ? Theme.accent : Theme.divider)
                : control.down ? Theme.divider : Theme.control
         opacity: control.enabled ? (control.down ? 0.85 : 1) : 0.55

@@ -24,7 +24,7 @@ Switch {
             radius: 9
             y: 3
             x: control.checked ? parent.width - width - 3 : 3
-            color: control.checked ? Theme.onAccent : Theme.textMuted
+            color: control.checked ? (Theme.highContrast ? Theme.window : "#ffffff") : Theme.textMuted
         }
     }
     contentItem: FsLabel {

@@ -24,7 +24,7 @@ Rectangle {
         SyncIcon { kind: pill.kind; size: 18 }
         FsLabel {
             text: pill.text
-            color: Theme.highContrast ? Theme.text : Theme.onSyncColor(pill.kind)
+            color: Theme.highContrast ? Theme.text : Theme.syncTextColor(pill.kind)
             font.bold: true
             font.pixelSize: Theme.fontCaption
             elide: Text.ElideRight

@@ -31,9 +31,11 @@ QtObject {
     readonly property color textDisabled: disabledPalette.windowText
     readonly property color divider: highContrast ? palette.windowText : palette.mid
     readonly property color accent: palette.highlight
-    readonly property color onAccent: palette.highlightedText
-    readonly property color control: palette.button
-    readonly property color onControl: palette.buttonText
+    readonly property color accentText: palette.highlightedText
+    // High contrast: the window's own pair (a dark high-contrast palette left buttonText
+    // black on a black button).
+    readonly property color control: highContrast ? palette.window : palette.button
+    readonly property color controlText: highContrast ? palette.windowText : palette.buttonText
     readonly property color focus: highContrast ? palette.windowText : palette.highlight
     readonly property color error: highContrast ? (dark ? "#ffffff" : "#000000") : dark ? "#ff8a80" : "#b00020"
     readonly property color errorSurface: dark ? "#3b1d1d" : "#fdecea"
@@ -56,7 +58,7 @@ QtObject {
         default: return dark ? "#6b6b6b" : "#616161"
         }
     }
-    function onSyncColor(kind) {
+    function syncTextColor(kind) {
         return highContrast ? palette.window : "#ffffff"
     }
     // Connectivity, for the status bar's icon: online, offline, degraded, signed_out, paused…
