@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.states import Reason
+from app.states import JobStatus, Reason
 from app.store.db import connection
 from app.store.errors import storage_errors
 from app.store.store import Store
@@ -188,14 +188,14 @@ def job_states(store: Store, entity_ids: list[str]) -> dict[str, EntityJobState]
             for entity_id, status, attempts, next_at, error in rows:
                 entry = counts.setdefault(
                     entity_id,
-                    {"pending": 0, "leased": 0, "conflict": 0, "dead": 0, "retrying": 0},
+                    {**dict.fromkeys(JobStatus.outstanding(), 0), "retrying": 0},
                 )
                 entry[status] += 1
-                if status == "pending" and attempts > 0 and error:
+                if status == JobStatus.PENDING and attempts > 0 and error:
                     entry["retrying"] += 1
                     if entry.get("next_attempt_at") is None:
                         entry["next_attempt_at"] = next_at
-                if error and status != "leased":
+                if error and status != JobStatus.LEASED:
                     entry["last_error"] = error
             for (entity_id,) in conn.execute(
                 "SELECT entity_key FROM conflicts WHERE status IN ('escalating', 'escalated') "

@@ -22,11 +22,10 @@ class BaseModel(pw.Model):
 
 
 class SchemaVersion(BaseModel):
+    """Which migrations ran (table ``schema_version``, peewee's name for the class)."""
+
     version = pw.IntegerField()
     applied_at = pw.FloatField()
-
-    class Meta:
-        table_name = "schema_version"
 
 
 class Job(BaseModel):

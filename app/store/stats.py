@@ -9,6 +9,7 @@ from typing import Any
 
 import peewee as pw
 
+from app.states import JobStatus
 from app.store.db import connection
 from app.store.models import JOB_STATUSES
 
@@ -117,7 +118,7 @@ def load_snapshot_raw(conn: Any) -> Any:
 def outstanding_depth(store: Any) -> dict[str, Any]:
     """Cheap depth of not-done jobs (for every event; skips the done rows entirely)."""
     conn = connection(store.db)
-    depth: dict[str, Any] = dict.fromkeys(("pending", "leased", "conflict", "dead"), 0)
+    depth: dict[str, Any] = dict.fromkeys(JobStatus.outstanding(), 0)
     for status, count in conn.execute(
         "SELECT status, COUNT(*) FROM jobs INDEXED BY jobs_entity_open "
         "WHERE finished_at IS NULL GROUP BY status"
