@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -284,6 +285,8 @@ def print_table(results: dict[str, Any]) -> None:
         f"mutations/s, median of {meta['runs']} runs ({meta['single_mutations']} single, "
         f"{meta['batch_mutations']} batched, {BATCH_SIZE} per batch); server --log-level warning"
     )
+    load = meta["load_average_1m"]
+    print(f"load average (1 min) {load['start']:.2f} at start, {load['end']:.2f} at end")
     print(f"{'':34}{'sqlite':>12}{'postgresql':>14}")
     backends = [results["backends"].get(db) for db in ("sqlite", "postgresql")]
 
@@ -318,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     single, batch, pings = (200, 2_000, 100) if args.quick else (1_000, 10_000, 300)
 
     started = time.perf_counter()
+    load_start = os.getloadavg()[0]  # other work on the machine skews every figure
     backends: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="fieldsync-bench-") as scratch:
         workdir = Path(scratch)
@@ -351,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
             "postgresql": "throwaway cluster, durable settings"
             if backends["postgresql"]
             else "unavailable",
+            "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
             "elapsed_s": round(time.perf_counter() - started, 1),
         },
     }
