@@ -321,3 +321,25 @@ def test_high_contrast_text_stands_out_on_every_button(
             assert abs(ink.lightnessF() - paper.lightnessF()) > 0.9, (
                 f"{page}: {button.objectName() or button.property('text')}"
             )
+
+
+@pytest.mark.parametrize("state", ["online", "offline", "unreachable", "signed_out", "paused"])
+def test_phone_status_bar_keeps_two_whole_lines(
+    run: Runner, open_window: Open, seeded: Store, services: Services, state: str
+) -> None:
+    app_vm, window = open_window(360, 720)
+    services.bridge.connectivityChanged.emit(state, "")
+    settle(run, app_vm)
+    connectivity = find(window, "connectivityLabel")
+    assert connectivity.property("text") == app_vm.status.connectivityText
+    assert not connectivity.property("truncated")
+    bar = find(window, "statusBar")
+    # Two lines of text: connection / last sync / "Sync now", then what needs the person.
+    assert bar.height() <= 48 + 2 * 24 + 8
+    attention = find(window, "attentionLabel")
+    assert attention.isVisible()
+    assert not attention.property("truncated")
+    # The last sync shows whole or not at all ("La…" says nothing); the sheet has it.
+    last = find(window, "lastSyncLabel")
+    assert last.property("opacity") == (0 if last.property("truncated") else 1)
+    check_layout(window)

@@ -57,7 +57,6 @@ ToolBar {
                 objectName: "connectivityLabel"
                 text: bar.vm.connectivityText
                 font.bold: true
-                elide: Text.ElideRight
             }
             FsLabel {
                 objectName: "lastSyncLabel"
