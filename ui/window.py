@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import site
 import sys
+import sysconfig
 from pathlib import Path
 
 from ui.qt import (
@@ -33,11 +35,12 @@ def set_style() -> None:
 
 
 def icon_dir() -> Path:
-    """resources/icons in a checkout, or share/fieldsync/icons where pip installed them."""
-    for candidate in (
-        Path(__file__).resolve().parents[1] / "resources" / "icons",
-        Path(sys.prefix) / "share" / "fieldsync" / "icons",
-    ):
+    """resources/icons in a checkout, or share/fieldsync/icons where pip installed them (the
+    environment's prefix, a --user install's base, or a Flatpak's /app)."""
+    prefixes = [Path(sys.prefix), Path(sysconfig.get_path("data")), Path(site.USER_BASE or "")]
+    candidates = [Path(__file__).resolve().parents[1] / "resources" / "icons"]
+    candidates += [p / "share" / "fieldsync" / "icons" for p in [*prefixes, Path("/app")]]
+    for candidate in candidates:
         if (candidate / "sync-synced.svg").is_file():
             return candidate
     raise RuntimeError("the sync-state icons are missing (resources/icons); reinstall Fieldsync")

@@ -125,3 +125,21 @@ def test_the_embedded_server_says_it_needs_the_extra(tmp_path: Path) -> None:
     assert "the embedded sync server needs the fieldsync[server] extra" in result.stderr
     assert "--server URL" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_sync_state_icons_ship_with_the_app() -> None:
+    theme = (ROOT / "ui/qml/Theme.qml").read_text(encoding="utf-8")
+    known = theme.split("const known = [", 1)[1].split("]", 1)[0]
+    kinds = [k.strip().strip('"') for k in known.split(",")]
+    assert {"synced", "pending", "sending", "retrying", "conflict", "failed"} <= set(kinds)
+    icons = ROOT / "resources/icons"
+    for kind in kinds:
+        svg = (icons / f"sync-{kind}.svg").read_text(encoding="utf-8")
+        assert svg.startswith("<svg "), kind
+        assert "viewBox" in svg, kind
+    # pip installs them where ui/window.py looks (share/fieldsync/icons under the prefix).
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    data_files = config["tool"]["setuptools"]["data-files"]
+    assert data_files["share/fieldsync/icons"] == ["resources/icons/*.svg"]
+    qml = config["tool"]["setuptools"]["package-data"]["ui"]
+    assert "qml/qmldir" in qml
