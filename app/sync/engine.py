@@ -33,6 +33,7 @@ from app.store.store import Store
 from app.sync.clock import Clock, Sleep, sleep_or_wake
 from app.sync.config import SyncConfig
 from app.sync.connectivity import ConnectivityDetector
+from app.sync.context import EngineContext
 from app.sync.errors import AuthError, SyncError, TransientError
 from app.sync.outbox import EscalationOutbox
 from app.sync.pipeline import DeliveryPipeline
@@ -88,43 +89,19 @@ class SyncEngine:
         )
         self.connectivity = ConnectivityDetector(config.connectivity, self.rng)
         self.metrics = EngineMetrics()
+        context = EngineContext(store, lambda: self.config, self.executor, self.events, self.clock)
         self.status = SyncStatus(
-            store,
-            self.executor,
-            self.events,
-            self.connectivity,
-            self.clock,
-            server_url=config.server_url,
-            metered_allowed=lambda: self.config.sync_on_metered,
-            metrics=self.metrics,
+            context, self.connectivity, server_url=config.server_url, metrics=self.metrics
         )
         self.pipeline = DeliveryPipeline(
-            store,
-            lambda: self.config,
-            self.client,
-            self.executor,
-            self.events,
-            self.status,
-            clock=self.clock,
-            sleep=self.sleep,
-            worker_id=self.worker_id,
+            context, self.client, self.status, sleep=self.sleep, worker_id=self.worker_id
         )
         self.conflicts = self.pipeline.conflicts
         self.outbox = EscalationOutbox(self.conflicts, self.client, self.executor)
         self.reconciler = Reconciler(
             store, self.client, self.executor, page_size=config.pull_page_size
         )
-        self.puller = Puller(
-            store,
-            lambda: self.config,
-            self.reconciler,
-            self.outbox,
-            self.executor,
-            self.events,
-            self.status,
-            clock=self.clock,
-            rng=self.rng,
-        )
+        self.puller = Puller(context, self.reconciler, self.outbox, self.status, rng=self.rng)
         self.lock = WorkerLock(store.data_dir)
         self.clock_skew_s: float | None = None
         self.delivering = False

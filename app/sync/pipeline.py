@@ -19,21 +19,19 @@ from typing import Any
 
 from app.events import (
     ConflictRaised,
-    EventBus,
     JobState,
     JobStateChanged,
     JobStatesChanged,
     RecordsChanged,
 )
-from app.executor import StoreExecutor
 from app.states import JobStatus
 from app.store.db import connection
 from app.store.errors import StorageConditionError, storage_errors
 from app.store.queue import ClaimedJob
 from app.store.store import Store
-from app.sync.clock import Clock, Sleep
-from app.sync.config import SyncConfig
+from app.sync.clock import Sleep
 from app.sync.conflicts import Conflicts
+from app.sync.context import EngineContext, EnginePart
 from app.sync.delivery import DeliveryReport, apply_replies, build_mutations
 from app.sync.errors import TransientError
 from app.sync.ratelimit import TokenBucket
@@ -122,33 +120,26 @@ def _apply(
     return report, states
 
 
-class DeliveryPipeline:
+class DeliveryPipeline(EnginePart):
     """Sends the queue. The engine owns it; `flush` runs on the engine's loop."""
 
     def __init__(
         self,
-        store: Store,
-        config: Callable[[], SyncConfig],
+        context: EngineContext,
         client: ServerClient,
-        executor: StoreExecutor,
-        events: EventBus,
         status: SyncStatus,
         *,
-        clock: Clock,
         sleep: Sleep,
         worker_id: str,
     ) -> None:
-        self.store = store
-        self.config = config
+        super().__init__(context)
         self.client = client
-        self.executor = executor
-        self.events = events
         self.status = status
-        self.clock = clock
         self.sleep = sleep
         self.worker_id = worker_id
-        self.conflicts = Conflicts(store)
-        self.bucket = TokenBucket(config().request_rate, config().request_burst, clock.monotonic)
+        self.conflicts = Conflicts(self.store)
+        config = self.config()
+        self.bucket = TokenBucket(config.request_rate, config.request_burst, self.clock.monotonic)
         self.stopping = False
         self._in_flight: list[list[ClaimedJob]] = []
 

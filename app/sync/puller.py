@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Iterable
 from typing import TypeVar
 
-from app.events import EventBus, RecordsChanged
-from app.executor import StoreExecutor
+from app.events import RecordsChanged
 from app.store.backoff import backoff_delay
-from app.store.store import Store
-from app.sync.clock import Clock
-from app.sync.config import SyncConfig
+from app.sync.context import EngineContext, EnginePart
 from app.sync.errors import MalformedReplyError, ServerBusyError, SyncError
 from app.sync.outbox import EscalationOutbox
 from app.sync.reconcile import Reconciler, ReconcileReport
@@ -32,28 +29,20 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class Puller:
+class Puller(EnginePart):
     def __init__(
         self,
-        store: Store,
-        config: Callable[[], SyncConfig],
+        context: EngineContext,
         reconciler: Reconciler,
         outbox: EscalationOutbox,
-        executor: StoreExecutor,
-        events: EventBus,
         status: SyncStatus,
         *,
-        clock: Clock,
         rng: random.Random,
     ) -> None:
-        self.store = store
-        self.config = config
+        super().__init__(context)
         self.reconciler = reconciler
         self.outbox = outbox
-        self.executor = executor
-        self.events = events
         self.status = status
-        self.clock = clock
         self.rng = rng
         #: A pull is due now (start, reconnect, a deferred pull), not only by the interval.
         self.due = True

@@ -8,7 +8,6 @@ phase, so that nothing in the UI polls the engine.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Literal
 
 from app.events import (
@@ -20,13 +19,12 @@ from app.events import (
     QueueChanged,
     SyncProgress,
 )
-from app.executor import StoreExecutor
 from app.metrics import EngineMetrics, load_snapshot
 from app.store.deadletters import last_synced_at
 from app.store.stats import outstanding_depth
-from app.store.store import Store
 from app.sync.clock import Clock
 from app.sync.connectivity import ConnectivityDetector
+from app.sync.context import EngineContext, EnginePart
 
 __all__ = [
     "PROGRESS_INTERVAL_S",
@@ -76,29 +74,21 @@ class PhaseProgress:
         self._events.publish(SyncProgress(self.done, self.total, self.phase))
 
 
-class SyncStatus:
+class SyncStatus(EnginePart):
     """The engine's published state. Inputs come from the loop and the delivery pipeline;
     each one publishes what changed."""
 
     def __init__(
         self,
-        store: Store,
-        executor: StoreExecutor,
-        events: EventBus,
+        context: EngineContext,
         detector: ConnectivityDetector,
-        clock: Clock,
         *,
         server_url: str,
-        metered_allowed: Callable[[], bool],
         metrics: EngineMetrics,
     ) -> None:
-        self.store = store
-        self.executor = executor
-        self.events = events
+        super().__init__(context)
         self.detector = detector
-        self.clock = clock
         self.server_url = server_url
-        self.metered_allowed = metered_allowed
         self.metrics = metrics
         self.auth_paused = False
         #: Why this engine waits for another worker's lock (None: it delivers).
@@ -117,7 +107,7 @@ class SyncStatus:
     @property
     def paused(self) -> bool:
         """A metered connection, and the person's setting says not to sync on one."""
-        return self.detector.metered and not self.metered_allowed()
+        return self.detector.metered and not self.config().sync_on_metered
 
     @property
     def state(self) -> Connectivity:
