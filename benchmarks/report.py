@@ -71,10 +71,12 @@ class Run:
     def provenance(self) -> str:
         machine = self.envelope["machine"]
         when = datetime.fromisoformat(self.envelope["date"]).strftime("%Y-%m-%d %H:%M UTC")
+        average = machine.get("load_average_1m")
+        load = "" if average is None else f", load {average:.1f} when written"
         return (
             f"`{self.envelope['command']}` on {machine.get('hostname', '?')} "
             f"({machine.get('cpus', '?')} CPUs, Python {machine.get('python', '?')}, "
-            f"{machine.get('platform', '?')}), {when}"
+            f"{machine.get('platform', '?')}{load}), {when}"
         )
 
 

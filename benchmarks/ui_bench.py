@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import statistics
@@ -33,6 +32,7 @@ os.environ.setdefault("QT_QUICK_BACKEND", "software")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_server import ServerProcess
+from results_file import add_json_option, write_results
 
 from app.events import EventBus, QueueChanged  # noqa: E402
 from app.executor import StoreExecutor  # noqa: E402
@@ -278,7 +278,7 @@ def table(results: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller drain, one paint run")
-    parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    add_json_option(parser, "ui_bench")
     args = parser.parse_args()
     from qasync import QEventLoop
 
@@ -291,8 +291,7 @@ def main() -> int:
     results["quick"] = args.quick
     print(table(results))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        print(f"wrote {write_results('ui_bench', results, args.json)}")
     return 0
 
 

@@ -37,7 +37,13 @@ def envelope(results: dict[str, Any], **overrides: Any) -> dict[str, Any]:
         "name": "queue_bench",
         "date": "2026-12-01T10:05:00+00:00",
         "command": "queue_bench.py --json",
-        "machine": {"hostname": "bench-host", "cpus": 2, "python": "3.11.2", "platform": "Linux"},
+        "machine": {
+            "hostname": "bench-host",
+            "cpus": 2,
+            "python": "3.11.2",
+            "platform": "Linux",
+            "load_average_1m": 2.46,
+        },
         "results": results,
         **overrides,
     }
@@ -95,7 +101,7 @@ def test_check_fails_on_a_changed_figure_and_the_rewrite_restores_it(
     assert rendered.endswith("<!-- report:end queue -->\n\nMore prose.\n")
     # The machine and the date of the run beside its figures.
     assert "`queue_bench.py --json` on bench-host (2 CPUs, Python 3.11.2" in rendered
-    assert "2026-12-01 10:05 UTC" in rendered
+    assert "Linux, load 2.5 when written), 2026-12-01 10:05 UTC" in rendered
     assert run(capsys, "--check", "--results", results, doc) == (0, "")
 
     doc.write_text(rendered.replace("| 1,234 |", "| 1,235 |"))
