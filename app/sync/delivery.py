@@ -52,6 +52,14 @@ class DeliveryReport:
     #: topic, retry reasons, duplicates, conflicts by kind): one statement per batch.
     tally: Counter[str] = field(default_factory=Counter)
 
+    def count_retry(self, job: ClaimedJob, reason: str, error: str | None = None) -> None:
+        """One job goes back to the queue for `reason`; ``error`` is a transient failure."""
+        self.retried += 1
+        self.tally[f"retried:{job.topic}"] += 1
+        self.tally[f"retry_reason:{reason}"] += 1
+        if error is not None:
+            self.transient_errors.append(error)
+
 
 def build_mutation(store: Store, job: ClaimedJob) -> dict[str, Any]:
     """The request body for a job. A job whose base version is unknown (its predecessor was
@@ -125,10 +133,7 @@ def apply_replies(
                     Outcome(str(reply), None, duration_ms, failure.kind, failure.code),
                     retry_after=reply.retry_after,
                 )
-                report.retried += 1
-                report.tally[f"retried:{job.topic}"] += 1
-                report.tally[f"retry_reason:{retry_reason(reply)}"] += 1
-                report.transient_errors.append(str(reply))
+                report.count_retry(job, retry_reason(reply), str(reply))
                 continue
             verdict = classify_reply(reply.status, reply.error, reply.raw_error)
             outcome = Outcome(
@@ -164,18 +169,13 @@ def apply_replies(
                         Reason.MALFORMED,
                     ),
                 )
-                report.retried += 1
-                report.tally[f"retried:{job.topic}"] += 1
-                report.tally["retry_reason:malformed"] += 1
-                report.transient_errors.append(problem)
+                report.count_retry(job, "malformed", problem)
             elif verdict.kind is ReplyKind.AUTH:
                 queue.release([job])
                 report.auth_failed = True
             elif verdict.kind is ReplyKind.TRANSIENT:
                 queue.retry(job, outcome, retry_after=reply.retry_after)
-                report.retried += 1
-                report.tally[f"retried:{job.topic}"] += 1
-                report.tally[f"retry_reason:{retry_reason(reply.status, reply.error)}"] += 1
+                report.count_retry(job, retry_reason(reply.status, reply.error))
             else:
                 queue.dead(job, outcome)
                 report.dead += 1
