@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from app.records import EDITABLE_FIELDS
 from server.database import ChangeSequence, Store
 from server.idempotency import Reply
-from server.mutations import WIRE_FIELDS, ValidMutation, now_iso, record_columns_json
+from server.mutations import WIRE_FIELDS, ValidMutation, editable, record_columns_json, stamp
 
 __all__ = ["RECORD_COLUMNS", "BatchWriteMismatch", "apply_mutation_batch"]
 
@@ -53,10 +52,7 @@ def apply_mutation_batch(
             record = {
                 **mutation.fields,
                 "id": mutation.entity_id,
-                "version": 1,
-                "updated_at": now_iso(),
-                "updated_by": device_name,
-                "seq": sequence.next(),
+                **stamp(1, device_name, sequence),
             }
             status = 201
         elif current is None:
@@ -66,16 +62,10 @@ def apply_mutation_batch(
             replies.append(_conflict(current))
             continue
         else:
-            changes = {
-                name: value for name, value in mutation.fields.items() if name in EDITABLE_FIELDS
-            }
             record = {
                 **current,
-                **changes,
-                "version": current["version"] + 1,
-                "updated_at": now_iso(),
-                "updated_by": device_name,
-                "seq": sequence.next(),
+                **editable(mutation.fields),
+                **stamp(current["version"] + 1, device_name, sequence),
             }
             status = 200
         records[mutation.entity_id] = record

@@ -28,9 +28,11 @@ __all__ = [
     "ValidMutation",
     "apply_mutation",
     "conflict_reply",
+    "editable",
     "now_iso",
     "record_columns_json",
     "record_json",
+    "stamp",
     "validate_mutation",
 ]
 
@@ -151,14 +153,7 @@ def apply_mutation(
     if mutation.op == "create":
         if current is not None:
             return conflict_reply(current)
-        values = {
-            **mutation.fields,
-            "id": mutation.entity_id,
-            "version": 1,
-            "updated_at": now_iso(),
-            "updated_by": device_name,
-            "seq": sequence.next(),
-        }
+        values = {**mutation.fields, "id": mutation.entity_id, **stamp(1, device_name, sequence)}
         try:
             with store.db.atomic():
                 table.insert(**values).execute()
@@ -176,6 +171,21 @@ def apply_mutation(
     return update_record(store, current, mutation.fields, device_name, sequence)
 
 
+def editable(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a write may change (the rest of a record is the server's)."""
+    return {name: value for name, value in fields.items() if name in EDITABLE_FIELDS}
+
+
+def stamp(version: int, device_name: str, sequence: ChangeSequence) -> dict[str, Any]:
+    """The columns every write sets: the new version, when, by whom, and its change number."""
+    return {
+        "version": version,
+        "updated_at": now_iso(),
+        "updated_by": device_name,
+        "seq": sequence.next(),
+    }
+
+
 def update_record(
     store: Store,
     current: WorkOrderRow,
@@ -185,15 +195,7 @@ def update_record(
 ) -> Reply:
     """Write `fields` over `current` as version+1 (a compare-and-set on the version)."""
     table = store.tables.WorkOrder
-    changes: dict[str, Any] = {
-        name: value for name, value in fields.items() if name in EDITABLE_FIELDS
-    }
-    changes.update(
-        version=current.version + 1,
-        updated_at=now_iso(),
-        updated_by=device_name,
-        seq=sequence.next(),
-    )
+    changes = {**editable(fields), **stamp(current.version + 1, device_name, sequence)}
     changed = (
         table.update(**changes)
         .where(table.id == current.id, table.version == current.version)
