@@ -4,19 +4,23 @@ Every figure is the median of several runs, each in a fresh temp dir, and all sy
 measured side by side in the same process, interleaved run by run so machine noise (fsync
 times vary several-fold here) hits them alike. Everything runs with WAL + synchronous=FULL.
 
-    .venv/bin/python benchmarks/queue_bench.py --quick --json bench-results/queue.json
+    .venv/bin/python benchmarks/queue_bench.py --quick --json /tmp/queue.json
+    .venv/bin/python benchmarks/queue_bench.py --json   # benchmarks/results/queue_bench.json
 
-- enqueue: fieldsync ``Store.record_edit`` (cache row + job, one transaction); raw sqlite3
-  inserts the same two rows in one transaction; peers ``put`` one item (no cache row).
-- claim+ack: one job at a time, claim and ack in separate commits. Raw sqlite3 runs fieldsync's
+- enqueue (an edit): fieldsync ``Store.record_edit`` (cache row + job, one transaction); raw
+  sqlite3 inserts the same two rows in one transaction; peers ``put`` one item (no cache row).
+- enqueue_job_only: ``JobQueue.enqueue`` alone (a fresh idempotency key, the per-entity order
+  lookup), against a peer's put; raw sqlite3 runs the same statement.
+- claim_ack: one job at a time, claim and ack in separate commits. Raw sqlite3 runs fieldsync's
   own claim statement and ack SQL (done update + attempt-history insert) on a plain connection.
   Fieldsync (and so raw sqlite3) commits the claim without an fsync (synchronous=NORMAL for
   that statement: a lease forgotten by a power cut is a lease expired, the job is sent again
-  under its key) and fsyncs the ack, which covers the claim; the peers fsync both. Edits and
-  outcomes have the same durability everywhere. huey deletes on take (at-most-once, one
+  under its key) and fsyncs the ack, which covers the claim; the peers fsync both.
+- claim_ack_full: the same with the claim committed at FULL too (inside a write transaction),
+  so fieldsync and the peers pay the same fsyncs. huey deletes on take (at-most-once, one
   commit per take): its figure is a take, not comparable to claim+ack.
 - claim+ack batch 100: one claim statement for 100 jobs, one ack commit (``ack_many``).
-- WAL pages per operation: the pages one enqueue or claim+ack appends to the write-ahead log,
+- WAL pages per operation: the pages one operation of each phase appends to the write-ahead log,
   counted from the WAL's size over a few dozen operations. It does not depend on the machine:
   it is the page writes each commit costs, which decide the ranking when fsyncs are fast.
 - claim latency: median ``JobQueue.claim`` time (µs, one job, acked after each claim) on tables
