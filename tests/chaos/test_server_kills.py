@@ -79,11 +79,15 @@ class Restarts:
     def kill_and_restart(self) -> None:
         os.kill(self.current.pid, signal.SIGKILL)
         killed_at = time.monotonic()
+        # Until the next server listens, connections are refused, as at a dead server's port
+        # (the proxy would otherwise accept them and drop every request: a different fault).
+        self.proxy.link_down()
         self.kills += 1
         self.current.stop()  # reaps it
         self.log += self.current.lines
         self.current = ServerProcess(self.db_url).start()
         self.proxy.set_upstream(self.upstream())
+        self.proxy.link_up()
         self.downtime_s.append(time.monotonic() - killed_at)
 
     def stop(self) -> None:
