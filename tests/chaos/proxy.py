@@ -229,7 +229,6 @@ class FaultProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, name="fault-proxy")
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
-        self._serving: set[asyncio.Task[None]] = set()
         self._flapper: asyncio.Task[None] | None = None
 
     @property
@@ -322,18 +321,9 @@ class FaultProxy:
         if self._flapper is not None:
             self._flapper.cancel()
         await self._down()
-        # Connections still being served (a forward in flight) end here, not when the closed
-        # loop is collected ("Task was destroyed but it is pending" in a later test).
-        for task in list(self._serving):
-            task.cancel()
-        await asyncio.gather(*self._serving, return_exceptions=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
-        task = asyncio.current_task()
-        if task is not None:
-            self._serving.add(task)
-            task.add_done_callback(self._serving.discard)
         try:
             while self.online:
                 request = await _read_request(reader)
