@@ -1,15 +1,24 @@
 """UI benchmark: event-loop stalls while the queue drains, first paint, resident memory.
 
-    .venv/bin/python benchmarks/ui_bench.py [--quick] [--json FILE]
+    .venv/bin/python benchmarks/ui_bench.py [--quick] [--json [FILE]]
 
 - stalls: the real window (QML, offscreen, software renderer) with every view-model, on the
   qasync loop, while N queued edits (10,000; 3,000 with --quick) drain to a
   ``fieldsync-server serve`` subprocess on loopback (a separate process: the server must not
   share the UI's GIL). A 5 ms QTimer probe records how late each tick fires; a stall is the
-  lateness beyond 5 ms. Targets: p99 < 16 ms, max < 100 ms.
+  lateness beyond 5 ms. Targets: p99 < 16 ms, max < 100 ms. The drain counts as done only
+  when every job is done; a job that died or met a conflict fails the run.
 - first paint: a temp data dir whose cache holds 100,000 work orders (raw SQL inserts), from
   opening the store to the first frame that shows list rows. Target < 1 s. Median of runs.
 - memory: resident set size (VmRSS) and its peak (VmHWM) after the runs. Target < 250 MB.
+- idle memory: `fieldsync-gui --size 360x720` (against a server process, 1,000 work orders)
+  beside a bare Qt Quick window of the same size, each in its own process started the same
+  way, both left idle for a few seconds. Target: the app <= 1.5x the bare window.
+- edit to "Synced": an edit saved while online, from the server's acknowledgement recorded on
+  the device (the engine's "done" event) to its list row's badge reading "Synced"; also from
+  Save. Target: median < 300 ms.
+
+`--json` alone writes benchmarks/results/ui_bench.json (`results_file.write_results`).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import contextlib
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_server import ServerProcess
 from results_file import add_json_option, write_results
 
-from app.events import EventBus, QueueChanged  # noqa: E402
+from app.events import Event, EventBus, QueueChanged, RecordsChanged  # noqa: E402
 from app.executor import StoreExecutor  # noqa: E402
 from app.store.store import Store  # noqa: E402
 from app.sync.engine import SyncConfig, SyncEngine  # noqa: E402
@@ -45,15 +55,22 @@ from ui.viewmodels.app import AppViewModel  # noqa: E402
 from ui.window import load_window, set_style  # noqa: E402
 
 PROBE_MS = 5
-TARGETS = {"stall_p99_ms": 16.0, "stall_max_ms": 100.0, "first_paint_s": 1.0, "rss_mb": 250.0}
+TARGETS = {
+    "stall_p99_ms": 16.0,
+    "stall_max_ms": 100.0,
+    "first_paint_s": 1.0,
+    "rss_mb": 250.0,
+    "idle_rss_ratio": 1.5,
+    "edit_to_synced_ms": 300.0,
+}
 
 
 # -- helpers ------------------------------------------------------------------------------
 
 
-def rss_mb() -> tuple[float, float]:
+def rss_mb(pid: int | str = "self") -> tuple[float, float]:
     fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")
         fields[key] = value.strip()
     return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
@@ -95,6 +112,7 @@ class Window:
         self.bridge = Bridge()
         self.bridge.attach(bus)
         services = Services(store=store, executor=executor, bridge=self.bridge, engine=engine)
+        self.services = services
         self.vm = AppViewModel(services)
         self.qml = QQmlApplicationEngine()
         self.window = load_window(self.qml, self.vm, 1280, 800, dark=False)
@@ -140,6 +158,10 @@ async def bench_drain(n_edits: int, workdir: Path) -> dict[str, Any]:
         try:
             await asyncio.wait_for(drained.wait(), 600)
             took = time.perf_counter() - started
+            # Nothing pending or leased is not "delivered": a job may have died on the way.
+            by_status = await executor.run(job_counts, store)
+            if by_status != {"done": n_edits}:
+                raise SystemExit(f"ui_bench: the drain did not deliver every edit: {by_status}")
             await asyncio.sleep(0.5)  # the repaint after the last acknowledgement
         finally:
             probe.stop()
@@ -163,6 +185,205 @@ async def bench_drain(n_edits: int, workdir: Path) -> dict[str, Any]:
         "stall_max_ms": round(max(stalls, default=0.0), 2),
         "stalls_over_16ms": sum(1 for s in stalls if s > 16),
         "worst_stall_at_tick": stalls.index(max(stalls)) if stalls else -1,
+    }
+
+
+def job_counts(store: Store) -> dict[str, int]:
+    rows = store.db.execute_sql("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall()
+    return {str(status): int(count) for status, count in rows}
+
+
+# -- edit to "Synced" ---------------------------------------------------------------------
+
+
+def done_entities(event: Event) -> list[str]:
+    """Work orders whose job the server acknowledged, from one engine event: a job's (or a
+    delivery's batch of) "done" states, or the records a delivery wrote back to the cache."""
+    if isinstance(event, RecordsChanged):
+        return sorted(event.entity_ids)
+    changes = getattr(event, "changes", None)
+    states = changes if changes is not None else [event]
+    return [
+        str(getattr(s, "entity_id", "")) for s in states if getattr(s, "status", None) == "done"
+    ]
+
+
+async def bench_edit_to_synced(edits: int, workdir: Path) -> dict[str, Any]:
+    data = workdir / "badge-device"
+    with ServerProcess(workdir) as server:
+        token = server.add_device("bench-badge")
+        store = Store(data)
+        ids = store.import_records(
+            {"title": f"Badge check {i:03d}", "site": "Depot 2"} for i in range(edits)
+        )
+        executor = StoreExecutor()
+        bus = EventBus()
+        config = SyncConfig(server_url=server.base_url, request_rate=1e6, reconnect_jitter_s=0)
+        engine = SyncEngine(store, config, bus, token=lambda: token, executor=executor)
+        window = Window(store, executor, bus, engine)
+        task = asyncio.create_task(engine.run())
+        delivered: dict[str, float] = {}
+        unsubscribe = bus.subscribe(
+            lambda event: delivered.update(dict.fromkeys(done_entities(event), time.perf_counter()))
+        )
+        model = window.vm.workOrders
+        repainted: dict[int, float] = {}  # row -> when the list last repainted it
+
+        def on_data_changed(first: Any, last: Any, roles: Any = ()) -> None:
+            now = time.perf_counter()
+            for row in range(first.row(), last.row() + 1):
+                repainted[row] = now
+
+        connect(model.dataChanged, on_data_changed)
+        from_delivery: list[float] = []
+        from_save: list[float] = []
+        try:
+            await wait_until(lambda: all_synced(model, edits), 120, "'Synced' on every row")
+            rows = {model.get(i)["entityId"]: i for i in range(edits)}
+            for n, entity_id in enumerate(ids):
+                delivered.pop(entity_id, None)
+                saved_at = time.perf_counter()
+                await window.services.operations.save_edit(
+                    "update", entity_id, {"notes": f"checked {n}"}
+                )
+                engine.wake()
+                row = rows[entity_id]
+
+                def shown_synced(r: int = row, e: str = entity_id) -> bool:
+                    # Repainted after the delivery and reading "Synced" (a repaint before the
+                    # acknowledgement still shows the edit as pending).
+                    return (
+                        e in delivered
+                        and repainted.get(r, 0.0) >= delivered[e]
+                        and model.get(r)["badge"] == "synced"
+                    )
+
+                await wait_until(shown_synced, 30, f"'Synced' on row {row} after its edit")
+                shown_at = repainted[row]
+                from_delivery.append((shown_at - delivered[entity_id]) * 1000)
+                from_save.append((shown_at - saved_at) * 1000)
+        finally:
+            unsubscribe()
+            await engine.stop()
+            if not task.done():
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await window.close()
+            executor.shutdown()
+            store.close()
+    return {
+        "edits": edits,
+        "delivered_to_synced_median_ms": round(statistics.median(from_delivery), 1),
+        "delivered_to_synced_max_ms": round(max(from_delivery), 1),
+        "save_to_synced_median_ms": round(statistics.median(from_save), 1),
+    }
+
+
+def all_synced(model: Any, rows: int) -> bool:
+    if model.rowCount() < rows:
+        return False
+    return all(model.get(i)["badge"] == "synced" for i in range(rows))
+
+
+async def wait_until(condition: Any, limit_s: float, what: str) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():  # noqa: ASYNC110 - the badge is a Qt-side state
+        if time.monotonic() > deadline:
+            raise SystemExit(f"ui_bench: no {what} after {limit_s} s")
+        await asyncio.sleep(0.002)
+
+
+# -- idle memory --------------------------------------------------------------------------
+
+BARE_QML = """
+import QtQuick
+import QtQuick.Controls
+ApplicationWindow {
+    width: 360; height: 720; visible: true; title: "bare"
+    Label { anchors.centerIn: parent; text: "A bare Qt Quick window" }
+}
+"""
+
+
+def bare_window_main(settle_s: float) -> int:
+    """Child process: a bare Qt Quick window at 360x720, idle; prints its VmRSS in MB."""
+    from PySide6.QtCore import QByteArray, QTimer
+    from PySide6.QtQml import QQmlApplicationEngine as Engine
+    from PySide6.QtWidgets import QApplication as App
+
+    app = App([sys.argv[0]])
+    set_style()
+    engine = Engine()
+    engine.loadData(QByteArray(BARE_QML.encode()))
+    if not engine.rootObjects():
+        return 1
+    QTimer.singleShot(int(settle_s * 1000), app.quit)
+    app.exec()
+    print(f"rss_mb {rss_mb()[0]:.1f}", flush=True)
+    return 0
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    env.setdefault("QT_QUICK_BACKEND", "software")
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
+    return env
+
+
+def idle_rss_of_app(workdir: Path, settle_s: float) -> float:
+    """`fieldsync-gui --size 360x720` against a server process, idle; its VmRSS in MB."""
+    data = workdir / "idle-device"
+    store = Store(data)
+    store.import_records({"title": f"Idle check {i:04d}", "site": "Depot 1"} for i in range(1000))
+    store.close()
+    gui = Path(sys.executable).parent / "fieldsync-gui"
+    command = [str(gui)] if gui.exists() else [sys.executable, "-m", "ui.main"]
+    with ServerProcess(workdir) as server:
+        env = child_env() | {"FIELDSYNC_TOKEN": server.add_device("bench-idle")}
+        log_path = workdir / "gui.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [*command, "--data-dir", str(data), "--server", server.base_url,
+                 "--size", "360x720"],
+                stdout=log, stderr=subprocess.STDOUT, env=env,
+            )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while b"fieldsync-gui running" not in log_path.read_bytes():
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(
+                        f"ui_bench: fieldsync-gui did not start:\n"
+                        f"{log_path.read_text(errors='replace')}"
+                    )
+                time.sleep(0.1)
+            time.sleep(settle_s)  # the first pull answers, the list is drawn, then idle
+            rss, _ = rss_mb(process.pid)
+        finally:
+            process.terminate()
+            process.wait(30)
+    return rss
+
+
+def idle_rss_of_bare_window(settle_s: float) -> float:
+    out = subprocess.run(
+        [sys.executable, __file__, "--bare-window", str(settle_s)],
+        capture_output=True, text=True, env=child_env(), timeout=120, check=True,
+    )  # fmt: skip
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("rss_mb "))
+    return float(line.split()[1])
+
+
+def bench_idle_rss(workdir: Path, settle_s: float) -> dict[str, Any]:
+    app = idle_rss_of_app(workdir, settle_s)
+    bare = idle_rss_of_bare_window(settle_s)
+    return {
+        "size": "360x720",
+        "settle_s": settle_s,
+        "app_rss_mb": round(app, 1),
+        "bare_window_rss_mb": round(bare, 1),
+        "ratio": round(app / bare, 2),
     }
 
 
@@ -233,15 +454,19 @@ async def bench_first_paint(n_rows: int, runs: int, workdir: Path) -> dict[str, 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="fieldsync-ui-bench-"))
     try:
+        idle = bench_idle_rss(workdir, 3.0 if args.quick else 5.0)
         paint = await bench_first_paint(100_000, 1 if args.quick else 3, workdir)
         rss_after_paint, _ = rss_mb()
         drain = await bench_drain(3_000 if args.quick else 10_000, workdir)
+        badge = await bench_edit_to_synced(10 if args.quick else 30, workdir)
         rss_now, rss_peak = rss_mb()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return {
         "drain": drain,
         "first_paint": paint,
+        "idle_memory": idle,
+        "edit_to_synced": badge,
         "memory": {
             "rss_after_first_paint_mb": round(rss_after_paint, 1),
             "rss_end_mb": round(rss_now, 1),
@@ -252,6 +477,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(results: dict[str, Any]) -> str:
     drain, paint, memory = results["drain"], results["first_paint"], results["memory"]
+    idle, badge = results["idle_memory"], results["edit_to_synced"]
     rows = [
         ("stall p99 while draining", f"{drain['stall_p99_ms']} ms", "< 16 ms",
          drain["stall_p99_ms"] < TARGETS["stall_p99_ms"]),
@@ -266,6 +492,16 @@ def table(results: dict[str, Any]) -> str:
          memory["rss_peak_mb"] < TARGETS["rss_mb"]),
         ("resident memory after first paint", f"{memory['rss_after_first_paint_mb']} MB", "",
          None),
+        ("idle RSS, app at 360x720", f"{idle['app_rss_mb']} MB", "", None),
+        ("idle RSS, bare Qt Quick window", f"{idle['bare_window_rss_mb']} MB", "", None),
+        ("idle RSS, app / bare window", f"{idle['ratio']}x", "<= 1.5x",
+         idle["ratio"] <= TARGETS["idle_rss_ratio"]),
+        (f"delivered edit to 'Synced' (median of {badge['edits']})",
+         f"{badge['delivered_to_synced_median_ms']} ms", "< 300 ms",
+         badge["delivered_to_synced_median_ms"] < TARGETS["edit_to_synced_ms"]),
+        ("delivered edit to 'Synced', max", f"{badge['delivered_to_synced_max_ms']} ms", "",
+         None),
+        ("save to 'Synced' (median)", f"{badge['save_to_synced_median_ms']} ms", "", None),
     ]  # fmt: skip
     width = max(len(r[0]) for r in rows)
     lines = [f"{'measure':<{width}}  {'value':>22}  {'target':>9}  met"]
@@ -278,8 +514,11 @@ def table(results: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller drain, one paint run")
+    parser.add_argument("--bare-window", type=float, metavar="SECONDS", help=argparse.SUPPRESS)
     add_json_option(parser, "ui_bench")
     args = parser.parse_args()
+    if args.bare_window is not None:
+        return bare_window_main(args.bare_window)
     from qasync import QEventLoop
 
     app = QApplication.instance() or QApplication([sys.argv[0]])

@@ -1,7 +1,7 @@
 """`fieldsync-gui`: the Qt app on a qasync loop, with the sync engine and (by default) an
 embedded local server; or `--screenshot FILE` to render one page offscreen and exit.
 
-    fieldsync-gui [--data-dir DIR] [--server URL] [--dark] [--high-contrast]
+    fieldsync-gui [--data-dir DIR] [--server URL] [--size WxH] [--dark] [--high-contrast]
     fieldsync-gui --screenshot FILE [--size 360x720] [--page list|editor|conflict|dead|...|all]
 
 With `--page all`, FILE names each page with `{page}` (`shots/{page}.png`).
@@ -49,7 +49,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--high-contrast", action="store_true", help="black on white (white on black with --dark)"
     )
     parser.add_argument("--screenshot", metavar="FILE", help="render a page to FILE and exit")
-    parser.add_argument("--size", default="360x720", help="window size for --screenshot (WxH)")
+    parser.add_argument(
+        "--size", help="window size, WxH (default: 1280x800; 360x720 with --screenshot)"
+    )
     parser.add_argument(
         "--page", default="list", choices=[*sorted(PAGES), "all"], help="page to render"
     )

@@ -1,0 +1,120 @@
+"""Reads the accessibility tree of a running app over AT-SPI and acts on it, by names only.
+
+Run by Debian's /usr/bin/python3 (python3-pyatspi, the library GNOME's dogtail drives), not
+by the project's venv: the tests talk to it over stdin/stdout, one JSON request a line and
+one JSON answer a line, as a separate process, so the venv needs nothing of the system's.
+
+Requests: {"op": "texts"}  → every showing node's name (and a text field's contents);
+          {"op": "click", "name": N, "role": R?, "prefix": bool?} → does the node's first
+              action (press); with "prefix", the first node whose name starts with N;
+          {"op": "set_text", "name": N, "text": T} → replaces an editable text's contents;
+          {"op": "dump"} → the tree, for a failure message.
+Every answer is {"ok": true, ...} or {"ok": false, "error": "..."}.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pyatspi
+
+APP = sys.argv[1] if len(sys.argv) > 1 else "Fieldsync"
+
+
+def application():
+    desktop = pyatspi.Registry.getDesktop(0)
+    for i in range(desktop.childCount):
+        app = desktop.getChildAtIndex(i)
+        if app is not None and app.name == APP:
+            return app
+    raise LookupError(f"no application {APP!r} on the accessibility bus")
+
+
+def showing(node) -> bool:
+    states = node.getState()
+    return states.contains(pyatspi.STATE_SHOWING) and states.contains(pyatspi.STATE_VISIBLE)
+
+
+def walk(node, depth=0):
+    if depth > 40:
+        return
+    yield node
+    for i in range(node.childCount):
+        child = node.getChildAtIndex(i)
+        if child is not None:
+            yield from walk(child, depth + 1)
+
+
+def text_of(node) -> str:
+    try:
+        text = node.queryText()
+    except NotImplementedError:
+        return ""
+    return text.getText(0, text.characterCount)
+
+
+def shown_nodes():
+    app = application()
+    for node in walk(app):
+        try:
+            if showing(node):
+                yield node
+        except Exception:  # a node that went away while we looked
+            continue
+
+
+def find(name: str, role: str | None, prefix: bool = False):
+    for node in shown_nodes():
+        named = node.name.startswith(name) if prefix else node.name == name
+        if named and (role is None or node.getRoleName() == role):
+            return node
+    raise LookupError(f"nothing showing is named {name!r}" + (f" ({role})" if role else ""))
+
+
+def handle(request: dict) -> dict:
+    op = request["op"]
+    if op == "texts":
+        texts = []
+        for node in shown_nodes():
+            role = node.getRoleName()
+            if node.name:
+                texts.append({"role": role, "name": node.name})
+            if role in ("text", "entry", "password text"):
+                texts.append({"role": role, "name": node.name, "text": text_of(node)})
+        return {"ok": True, "texts": texts}
+    if op == "click":
+        node = find(request["name"], request.get("role"), bool(request.get("prefix")))
+        action = node.queryAction()
+        if action.nActions == 0:
+            raise LookupError(f"{request['name']!r} has no action")
+        action.doAction(0)
+        return {"ok": True}
+    if op == "set_text":
+        node = find(request["name"], request.get("role"))
+        node.queryEditableText().setTextContents(request["text"])
+        return {"ok": True}
+    if op == "dump":
+        lines = []
+        for node in walk(application()):
+            try:
+                mark = "" if showing(node) else " (hidden)"
+                lines.append(f"{node.getRoleName()} {node.name!r}{mark}")
+            except Exception:
+                continue
+        return {"ok": True, "tree": lines}
+    raise ValueError(f"unknown op {op!r}")
+
+
+def main() -> int:
+    for line in sys.stdin:
+        try:
+            answer = handle(json.loads(line))
+        except Exception as exc:  # every failure goes back to the test, in words
+            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        print(json.dumps(answer), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
