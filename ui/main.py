@@ -58,6 +58,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.screenshot and args.page == "all" and "{page}" not in args.screenshot:
         parser.error("--page all needs {page} in the --screenshot file name")
+    if args.size is None:
+        args.size = "360x720" if args.screenshot else "1280x800"
     try:
         width, height = (int(n) for n in args.size.lower().split("x"))
     except ValueError:
@@ -148,9 +150,7 @@ async def _run(
         store=store,
         executor=executor,
         bridge=bridge,
-        # WORKAROUND: SyncEngine.sync_now() is on its way (helper "engine"); until then the
-        # status bar asks for a flush and a pull instead.
-        engine=engine,  # type: ignore[arg-type]
+        engine=engine,
         server_url=url,
         review_client=review_client,
     )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from app.events import EventBus
 from app.operations import Operations
 from app.store.store import Store
+from app.sync.sync_now import SyncReport
 from ui.bridge import Bridge
 from ui.tasks import Executor
 
@@ -22,17 +23,6 @@ if TYPE_CHECKING:
     from ui.viewmodels.review import ReviewClient
 
 __all__ = ["EngineControl", "Services", "SyncReport"]
-
-
-class SyncReport(Protocol):
-    """What `SyncEngine.sync_now()` answers: how many changes went out and came in, or why
-    not (``problem``: offline, unreachable, signed_out, paused, server_busy, storage,
-    stopped; None when it synced)."""
-
-    sent: int
-    received: int
-    problem: str | None
-    detail: str
 
 
 class EngineControl(Protocol):

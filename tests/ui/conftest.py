@@ -26,6 +26,7 @@ from ui.bridge import Bridge  # noqa: E402
 from ui.qt import (
     QEventLoopFlags,  # noqa: E402
     QObject,  # noqa: E402
+    QTimer,  # noqa: E402
 )
 from ui.services import Services  # noqa: E402
 from ui.window import set_style  # noqa: E402
@@ -69,6 +70,15 @@ class Runner:
         self(asyncio.sleep(seconds), seconds + 5)
 
 
+def consume_exit_request(qapp: Any) -> None:
+    """WORKAROUND: qasync's `stop()` of a loop marked running calls `QApplication.exit()`
+    with no Qt event loop running. Qt then refuses every later local event loop until the
+    application's own `exec()` has run once: each modal dialog's `exec()` (the crash
+    dialog of a later test) returned at once, unseen. One empty `exec()` resets it."""
+    QTimer.singleShot(0, qapp, qapp.quit)
+    qapp.exec()
+
+
 @pytest.fixture
 def run(qapp: Any) -> Iterator[Runner]:
     from qasync import QEventLoop
@@ -85,6 +95,7 @@ def run(qapp: Any) -> Iterator[Runner]:
         if pending:
             runner(asyncio.gather(*pending, return_exceptions=True))
         loop.stop()
+        consume_exit_request(qapp)
         asyncio.events._set_running_loop(None)
         asyncio.set_event_loop(None)
         loop.close()

@@ -12,6 +12,8 @@ from typing import Any
 class FakeReport:
     sent: int = 0
     received: int = 0
+    failed: int = 0
+    conflicts: int = 0
     problem: str | None = None
     detail: str = ""
 

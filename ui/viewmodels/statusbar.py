@@ -36,7 +36,12 @@ def report_in_words(report: SyncReport) -> str:
     """The toast of "Sync now": "3 sent, 12 received", or why not."""
     if report.problem:
         return _NOT_SYNCED.get(str(report.problem), f"Not synced: {report.problem}.")
-    return f"{number(report.sent)} sent, {number(report.received)} received"
+    words = f"{number(report.sent)} sent, {number(report.received)} received"
+    if report.failed:
+        words += f", {number(report.failed)} failed"
+    if report.conflicts:
+        words += f", {number(report.conflicts)} in conflict"
+    return words
 
 
 def _read_status(store: Store) -> tuple[dict[str, Any], float | None]:
@@ -76,6 +81,7 @@ class StatusBarViewModel(QObject):
         connect(bridge.jobStateChanged, self.on_bridge_job_state_changed)
         connect(bridge.authRequired, self.on_bridge_auth_required)
         connect(bridge.opChanges, self.on_bridge_op_changes)
+        connect(bridge.lastSyncChanged, self.on_bridge_last_sync_changed)
 
     # -- inputs -----------------------------------------------------------------------------
 
@@ -110,6 +116,10 @@ class StatusBarViewModel(QObject):
     def on_bridge_queue_changed(self, depth: dict[str, int], oldest_age: float) -> None:
         self._depth = {k: int(v) for k, v in depth.items()}
         self._set_oldest(from_number(oldest_age))
+        self._changed()
+
+    def on_bridge_last_sync_changed(self, at: float) -> None:
+        self._synced(at)
         self._changed()
 
     def on_bridge_op_changes(
@@ -154,14 +164,6 @@ class StatusBarViewModel(QObject):
         self._tasks.start(self._sync_now(engine), "sync-now")
 
     async def _sync_now(self, engine: Any) -> None:
-        if not hasattr(engine, "sync_now"):
-            # WORKAROUND: until SyncEngine.sync_now() lands (helper "engine"): ask for a
-            # flush and a pull, and say only that it was asked.
-            engine.wake(reconcile=True)
-            self._syncing_now = False
-            self.message.emit("Syncing now…")
-            self._changed()
-            return
         try:
             report = await engine.sync_now()
         finally:
