@@ -7,7 +7,7 @@ one JSON answer a line, as a separate process, so the venv needs nothing of the 
 Requests: {"op": "texts"}  → every showing node's name (and a text field's contents);
           {"op": "click", "name": N, "role": R?, "prefix": bool?} → does the node's first
               action (press); with "prefix", the first node whose name starts with N;
-          {"op": "set_text", "name": N, "text": T} → replaces an editable text's contents;
+          {"op": "type", "name": N, "text": T} → focuses the field and types T;
           {"op": "dump"} → the tree, for a failure message.
 Every answer is {"ok": true, ...} or {"ok": false, "error": "..."}.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import pyatspi
 
@@ -85,14 +86,25 @@ def handle(request: dict) -> dict:
         return {"ok": True, "texts": texts}
     if op == "click":
         node = find(request["name"], request.get("role"), bool(request.get("prefix")))
-        action = node.queryAction()
-        if action.nActions == 0:
-            raise LookupError(f"{request['name']!r} has no action")
-        action.doAction(0)
+        try:
+            action = node.queryAction()
+        except NotImplementedError:
+            action = None
+        if action is not None and action.nActions > 0:
+            action.doAction(0)
+        else:  # a list row: tapped where it is on screen, as a person would
+            box = node.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+            x, y = box.x + box.width // 2, box.y + box.height // 2
+            pyatspi.Registry.generateMouseEvent(x, y, pyatspi.MOUSE_B1C)
         return {"ok": True}
-    if op == "set_text":
+    if op == "type":
+        # Keystrokes into the focused field, as a keyboard would (setTextContents would
+        # change the text behind the app's back: it never sees an edit).
         node = find(request["name"], request.get("role"))
-        node.queryEditableText().setTextContents(request["text"])
+        if not node.queryComponent().grabFocus():
+            raise LookupError(f"{request['name']!r} does not take the focus")
+        time.sleep(0.2)
+        pyatspi.Registry.generateKeyboardEvent(0, request["text"], pyatspi.KEY_STRING)
         return {"ok": True}
     if op == "dump":
         lines = []

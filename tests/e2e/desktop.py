@@ -195,7 +195,9 @@ class Screen:
         self._act(timeout, op="click", name=name, role=role, prefix=prefix)
 
     def type_text(self, name: str, text: str, timeout: float = 15.0) -> None:
-        self._act(timeout, op="set_text", name=name, text=text, role=None)
+        """Focus the field named `name` and type `text` (into what it holds)."""
+        self._act(timeout, op="type", name=name, text=text, role=None)
+        self.until(lambda: any(text in shown for shown in self.names()), timeout, f"{text!r} typed")
 
     def _act(self, timeout: float, **request: Any) -> None:
         errors: list[str] = []

@@ -91,9 +91,12 @@ def test_a_field_workers_day(tmp_path: Path, desktop: Desktop) -> None:
         screen.click("Replace valve at gate 4", role=None, prefix=True)
         screen.type_text("Notes", "Gasket replaced, valve greased")
         screen.click("Save")
-        screen.wait(re.compile(r"^(Server unreachable|Offline)$"), 90)
+        screen.wait(re.compile(r"^Replace valve at gate 4, (Pending|Sending|Retrying|Waiting)"))
+        # "Sync now" finds the server gone and says so; the status bar says it too.
+        screen.click("Sync now")
+        screen.wait("Not synced: the server is unreachable.", 60)
+        screen.wait(re.compile(r"^(Server unreachable|Offline)$"), 30)
         assert unsent_jobs(data, record["id"]) == 1
-        screen.click("Back")
         screen.wait(re.compile(r"^Replace valve at gate 4, (Pending|Retrying|Waiting)"), 30)
 
         # The server comes back on the same address: online, synced recently, edit delivered.

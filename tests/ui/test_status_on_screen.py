@@ -179,6 +179,8 @@ def test_sync_now_says_what_happened(
         see(run, window, "Last synced just now")
     else:
         assert shows(window, "Never synced")
+        word = {"offline": "Offline", "unreachable": "Server unreachable"}
+        see(run, window, word.get(report.problem, "Signed out"))
 
 
 def test_a_retry_countdown_ticks_and_never_goes_stale(

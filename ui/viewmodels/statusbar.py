@@ -171,6 +171,9 @@ class StatusBarViewModel(QObject):
             self._changed()
         if not report.problem:
             self._synced(self._clock())
+        elif str(report.problem) in ("offline", "unreachable", "signed_out", "paused"):
+            # The engine's answer is news about the connection too: say it in the bar.
+            self._connectivity, self._reason = str(report.problem), report.detail
         self.message.emit(report_in_words(report))
         self._changed()
 
