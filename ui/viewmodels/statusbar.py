@@ -72,6 +72,7 @@ class StatusBarViewModel(QObject):
         self._last_sync: float | None = None
         self._progress = (0, 0, "idle")
         self._syncing_now = False
+        self._from_report = False
         self._tick = QTimer(self, singleShot=True)
         connect(self._tick.timeout, self.on_tick_timeout)
         bridge = services.bridge
@@ -104,6 +105,7 @@ class StatusBarViewModel(QObject):
         await self._tasks.aclose()
 
     def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
+        self._from_report = False
         if self._connectivity == "signed_out" and state != "online":
             return  # still paused for sign-in; the probe alone does not fix a refused token
         self._connectivity, self._reason = state, reason
@@ -172,8 +174,10 @@ class StatusBarViewModel(QObject):
         if not report.problem:
             self._synced(self._clock())
         elif str(report.problem) in ("offline", "unreachable", "signed_out", "paused"):
-            # The engine's answer is news about the connection too: say it in the bar.
+            # The engine's answer is news about the connection too: say it in the bar, until
+            # the engine shows the server answering again (a delivery or a pull).
             self._connectivity, self._reason = str(report.problem), report.detail
+            self._from_report = True
         self.message.emit(report_in_words(report))
         self._changed()
 
@@ -181,6 +185,11 @@ class StatusBarViewModel(QObject):
 
     def _synced(self, at: float | None) -> None:
         if at is not None and (self._last_sync is None or at > self._last_sync):
+            if self._from_report and self._connectivity != "signed_out":
+                # A sync since "Sync now" failed: the server answers again.
+                state = getattr(self._services.engine, "connectivity_state", "online")
+                self._connectivity, self._reason = str(state), ""
+            self._from_report = False
             self._last_sync = at
 
     def _set_depth(self, depth: dict[str, Any]) -> None:
