@@ -3,9 +3,12 @@
 "Online" from the OS (Qt's QNetworkInformation in the UI) is a hint, never a guarantee: real
 request outcomes decide, and a server that answers while the OS says "no network" proves the
 OS wrong. The state starts as connecting and leaves it at the server's first answer (online)
-or first failure (unreachable). Once online, a single lost reply does not flip it: only a run
-of ``failures_before_offline`` network failures makes it unreachable, and then the worker
-stops sending jobs and probes ``/healthz`` with backoff and jitter until the server answers.
+or first failure (unreachable). Once online, a network failure stops sending at once and asks
+``/healthz`` after the probe's first delay (about a second): a single lost reply costs one
+probe and does not flip the state, while a server that went away shows as unreachable as soon
+as that probe fails, not after the backoff of the failed job (which may be minutes). A run of
+``failures_before_offline`` failures makes it unreachable without waiting for the probe. While
+probing, the worker sends no jobs; it probes with backoff and jitter until the server answers.
 Pure state machine: the worker feeds it outcomes and asks it what to do. Signed out and
 paused are the engine's to add (`app.sync.status`): they are not facts about the network.
 """
@@ -24,7 +27,8 @@ __all__ = ["ConnectivityConfig", "ConnectivityDetector"]
 
 @dataclass(frozen=True)
 class ConnectivityConfig:
-    #: Consecutive network failures before the worker stops sending and starts probing.
+    #: Consecutive network failures that make the server unreachable without waiting for the
+    #: probe (the first failure already stops sending and starts probing).
     failures_before_offline: int = 3
     probe_backoff: BackoffPolicy = BackoffPolicy(initial=1.0, base=2.0, cap=120.0, jitter=0.5)
 
@@ -72,9 +76,12 @@ class ConnectivityDetector:
 
     def network_failure(self, reason: str) -> None:
         self._network_failures += 1
-        if self._network_failures >= self.config.failures_before_offline:
-            self._probing = True
-        if self._probing or self._server is not _Server.ANSWERING:
+        # Verify at once instead of trusting "online" until the failed job's own retry.
+        self._probing = True
+        if (
+            self._network_failures >= self.config.failures_before_offline
+            or self._server is not _Server.ANSWERING
+        ):
             self._server = _Server.FAILING
             self.reason = reason
 

@@ -16,6 +16,7 @@ from app.events import (
 from app.states import JobStatus
 from app.store.lock import WorkerLock
 from app.store.store import Store
+from app.sync.connectivity import ConnectivityConfig
 from app.sync.engine import SyncEngine, SyncProblem
 from server.embedded import EmbeddedServer
 from tests.support.api import ServerApi
@@ -267,3 +268,69 @@ async def test_an_engine_standing_by_for_another_worker_says_sync_is_stopped(
     ]
     [stopped] = [e for _, e in seen.of(ConnectivityChanged) if e.state == "stopped"]  # type: ignore[attr-defined]
     assert "worker" in stopped.reason  # type: ignore[attr-defined]
+
+
+async def test_a_server_that_went_away_shows_unreachable_within_seconds_not_at_the_retry(
+    clocked_store: Store, clock: FakeClock, server: EmbeddedServer, token_a: str
+) -> None:
+    # Before: an edit failed to send, its retry was 22 s away, and the status bar said
+    # "Online" until the third failure in a row, minutes later.
+    store = clocked_store
+    transport = FaultTransport()
+    engine = make_engine(
+        store,
+        server.base_url,
+        token_a,
+        transport=transport,
+        clock=clock,
+        connectivity=ConnectivityConfig(),  # the real probe delays: about 1 s at first
+    )
+    seen = Recorder(clock)
+    engine.events.subscribe(seen)
+    sends_when_told: list[int] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ConnectivityChanged) and event.state == Connectivity.UNREACHABLE:
+            sends_when_told.append(sum(p.startswith("/v1/mutations") for p in transport.paths()))
+
+    engine.events.subscribe(on_event)
+    async with running(engine) as runner:
+        await wait_until(engine, runner, lambda: engine.connectivity_state == Connectivity.ONLINE)
+        # The server goes away: every request from now on fails to connect.
+        transport.plan(*[Fault("drop", path_prefix="/") for _ in range(50)])
+        store.record_edit("create", None, {"title": "Meter reading"})
+        engine.wake()
+        await wait_until(
+            engine, runner, lambda: engine.connectivity_state == Connectivity.UNREACHABLE
+        )
+    [failed_at] = [
+        at
+        for at, e in seen.of(JobStatesChanged)
+        if e.changes[0].status == "retrying"  # type: ignore[attr-defined]
+    ]
+    [unreachable_at] = [
+        at
+        for at, e in seen.of(ConnectivityChanged)
+        if e.state == Connectivity.UNREACHABLE  # type: ignore[attr-defined]
+    ]
+    assert sends_when_told == [1], "told after the first failed send, not the third"
+    assert unreachable_at - failed_at <= 2.5, "told within two probe delays (~1 s each)"
+    assert "/healthz" in transport.paths()
+
+
+async def test_one_lost_reply_is_checked_with_a_probe_and_does_not_flip_online(
+    clocked_store: Store, clock: FakeClock, server: EmbeddedServer, token_a: str
+) -> None:
+    store = clocked_store
+    transport = FaultTransport()
+    engine = make_engine(store, server.base_url, token_a, transport=transport, clock=clock)
+    seen = Recorder(clock)
+    engine.events.subscribe(seen)
+    async with running(engine) as runner:
+        await wait_until(engine, runner, lambda: engine.connectivity_state == Connectivity.ONLINE)
+        transport.plan(Fault("lose"))
+        store.record_edit("create", None, {"title": "Meter reading"})
+        engine.wake()
+        await wait_until(engine, runner, lambda: [j["status"] for j in job_rows(store)] == ["done"])
+    assert seen.states() == [Connectivity.CONNECTING, Connectivity.ONLINE]
+    assert "/healthz" in transport.paths(), "the lost reply was checked, not trusted"
