@@ -275,6 +275,7 @@ def render_sync(runs: dict[str, Run]) -> str:
 def render_ui(runs: dict[str, Run]) -> str:
     run = runs["ui_bench"]
     drain, paint, memory = run["drain"], run["first_paint"], run["memory"]
+    idle, badge = run["idle_memory"], run["edit_to_synced"]
     rows = [
         (
             f"event-loop stalls while {drain['edits']:,} edits drain: p99 / max",
@@ -291,6 +292,16 @@ def render_ui(runs: dict[str, Run]) -> str:
             "peak resident memory",
             f"{memory['rss_peak_mb']} MB",
             f"< 250 MB: {met(memory['rss_peak_mb'] < 250)}",
+        ),
+        (
+            f"idle memory at {idle['size']}: the app / a bare Qt Quick window",
+            f"{idle['app_rss_mb']} MB / {idle['bare_window_rss_mb']} MB ({idle['ratio']}x)",
+            f"<= 1.5x: {met(idle['ratio'] <= 1.5)}",
+        ),
+        (
+            f"delivered edit to its badge reading Synced (median of {badge['edits']})",
+            f"{badge['delivered_to_synced_median_ms']} ms",
+            f"< 300 ms: {met(badge['delivered_to_synced_median_ms'] < 300)}",
         ),
     ]
     mode = "Quick" if run["quick"] else "Full"

@@ -210,7 +210,8 @@ def done_entities(event: Event) -> list[str]:
 
 async def bench_edit_to_synced(edits: int, workdir: Path) -> dict[str, Any]:
     data = workdir / "badge-device"
-    with ServerProcess(workdir) as server:
+    (workdir / "badge-server").mkdir()  # its own server database: nothing else to pull
+    with ServerProcess(workdir / "badge-server") as server:
         token = server.add_device("bench-badge")
         store = Store(data)
         ids = store.import_records(
@@ -235,6 +236,10 @@ async def bench_edit_to_synced(edits: int, workdir: Path) -> dict[str, Any]:
                 repainted[row] = now
 
         connect(model.dataChanged, on_data_changed)
+        connect(
+            model.modelReset,
+            lambda: repainted.update(dict.fromkeys(range(edits), time.perf_counter())),
+        )
         from_delivery: list[float] = []
         from_save: list[float] = []
         try:
@@ -340,7 +345,8 @@ def idle_rss_of_app(workdir: Path, settle_s: float) -> float:
     store.close()
     gui = Path(sys.executable).parent / "fieldsync-gui"
     command = [str(gui)] if gui.exists() else [sys.executable, "-m", "ui.main"]
-    with ServerProcess(workdir) as server:
+    (workdir / "idle-server").mkdir()  # its own server database, not the drain's
+    with ServerProcess(workdir / "idle-server") as server:
         env = child_env() | {"FIELDSYNC_TOKEN": server.add_device("bench-idle")}
         log_path = workdir / "gui.log"
         with log_path.open("wb") as log:
