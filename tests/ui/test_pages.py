@@ -153,7 +153,10 @@ def test_dead_letter_retry_edit_and_discard(
     # Edit with an invalid payload: refused with the reason, nothing sent.
     dead.select(first)
     settle(run, app_vm)
+    # The JSON is behind "Details" (the form is the first way to fix a change).
+    click(window, find(window, "detailsButton"))
     editor = find(window, "payloadEditor")
+    run.until(editor.isVisible)
     editor.setProperty("text", '{"op": "create", "fields": {"title": ""}}')
     click(window, find(window, "retryEditedButton"))
     run.until(lambda: "title" in find(window, "editError").property("text"))

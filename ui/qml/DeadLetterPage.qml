@@ -201,50 +201,87 @@ FsPage {
         }
         PlainLabel {
             objectName: "selectedError"
-            text: page.hasJob ? page.job.errorText : ""
+            text: page.vm.reasonAbove
             wrapMode: Text.Wrap
             Layout.fillWidth: true
         }
-        FsHeading { text: "Attempts"; Layout.fillWidth: true }
-        Repeater {
-            model: page.vm.history
-            PlainLabel {
-                required property var modelData
-                text: modelData
-                wrapMode: Text.Wrap
-                Layout.fillWidth: true
-            }
-        }
-        FsHeading { text: "The change (JSON; edit it to fix and retry)"; Layout.fillWidth: true }
-        FsTextArea {
-            id: payloadEditor
-            Accessible.name: "The change (JSON; edit it to fix and retry)"
-            objectName: "payloadEditor"
-            text: page.hasJob ? page.job.payloadJson : ""
-            font.family: "monospace"
-            wrapMode: TextEdit.WrapAnywhere
+        FsHeading {
+            visible: page.vm.formNames.length > 0
+            text: "Fix and retry"
             Layout.fillWidth: true
-            Layout.preferredHeight: Math.max(100, implicitHeight)
         }
-        ErrorLabel { objectName: "editError"; text: page.vm.editError; Layout.fillWidth: true }
+        WorkOrderFields {
+            objectName: "failedForm"
+            visible: page.vm.formNames.length > 0
+            prefix: "failed_"
+            shown: page.vm.formNames
+            fields: page.vm.formFields
+            errors: page.vm.formErrors
+            statusValues: page.app.editor.statusValues
+            statusLabels: page.app.editor.statusLabels
+            priorityValues: page.app.editor.priorityValues
+            priorityLabels: page.app.editor.priorityLabels
+            Layout.fillWidth: true
+            onEdited: (name, value) => page.vm.setFormField(name, value)
+        }
         Flow {
             Layout.fillWidth: true
             spacing: Theme.spacingS
             FsButton {
                 objectName: "retryButton"
-                text: "Retry as it was"
-                onClicked: page.vm.retry(page.job.jobId)
-            }
-            FsButton {
-                objectName: "retryEditedButton"
-                text: "Retry with my edits"
-                enabled: payloadEditor.text !== page.job.payloadJson
-                onClicked: page.vm.retryEdited(page.job.jobId, payloadEditor.text)
+                text: page.vm.formEdited ? "Retry with my edits" : "Retry"
+                onClicked: page.vm.retryForm(page.job.jobId)
             }
             FsButton {
                 objectName: "discardButton"
                 text: "Discard…"
                 onClicked: confirmDiscard.visible = true
+            }
+            FsButton {
+                id: detailsButton
+                objectName: "detailsButton"
+                text: "Details"
+                checkable: true
+            }
+        }
+        ColumnLayout {
+            objectName: "details"
+            visible: detailsButton.checked
+            Layout.fillWidth: true
+            spacing: 6
+            FsHeading { text: "Attempts"; Layout.fillWidth: true }
+            Repeater {
+                model: page.vm.history
+                PlainLabel {
+                    required property var modelData
+                    text: modelData
+                    wrapMode: Text.Wrap
+                    Layout.fillWidth: true
+                }
+            }
+            PlainLabel {
+                objectName: "fullReason"
+                text: page.hasJob ? page.job.errorText : ""
+                wrapMode: Text.Wrap
+                Layout.fillWidth: true
+            }
+            FsHeading { text: "The change as JSON"; Layout.fillWidth: true }
+            FsTextArea {
+                id: payloadEditor
+                Accessible.name: "The change as JSON"
+                objectName: "payloadEditor"
+                text: page.hasJob ? page.job.payloadJson : ""
+                font.family: "monospace"
+                wrapMode: TextEdit.WrapAnywhere
+                Layout.fillWidth: true
+                Layout.preferredHeight: Math.max(100, implicitHeight)
+            }
+            ErrorLabel { objectName: "editError"; text: page.vm.editError; Layout.fillWidth: true }
+            FsButton {
+                objectName: "retryEditedButton"
+                text: "Retry with the edited JSON"
+                enabled: payloadEditor.text !== page.job.payloadJson
+                onClicked: page.vm.retryEdited(page.job.jobId, payloadEditor.text)
             }
         }
         FsCard {

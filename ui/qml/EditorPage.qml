@@ -50,85 +50,17 @@ FsPage {
         onClicked: page.app.resolveConflictFor(page.vm.entityId)
     }
 
-    FsField {
-        label: "Title"
-        hint: "required"
-        inputName: "titleField"
-        errorName: "titleError"
-        text: page.vm.fields.title
-        error: page.vm.errors.title || ""
+    WorkOrderFields {
+        fields: page.vm.fields
+        errors: page.vm.errors
+        twoColumns: page.twoColumns
+        statusValues: page.vm.statusValues
+        statusLabels: page.vm.statusLabels
+        priorityValues: page.vm.priorityValues
+        priorityLabels: page.vm.priorityLabels
         Layout.fillWidth: true
-        onEdited: (text) => page.vm.setField("title", text)
+        onEdited: (name, value) => page.vm.setField(name, value)
     }
-    FsField {
-        label: "Site"
-        inputName: "siteField"
-        text: page.vm.fields.site
-        error: page.vm.errors.site || ""
-        Layout.fillWidth: true
-        onEdited: (text) => page.vm.setField("site", text)
-    }
-
-    GridLayout {
-        Layout.fillWidth: true
-        columns: page.twoColumns ? 2 : 1
-        columnSpacing: Theme.spacingM
-        rowSpacing: Theme.spacingS
-        FsChoiceField {
-            label: "Status"
-            inputName: "statusBox"
-            choices: page.vm.statusLabels
-            currentIndex: page.vm.statusValues.indexOf(page.vm.fields.status)
-            Layout.fillWidth: true
-            Layout.preferredWidth: 1
-            Layout.alignment: Qt.AlignTop
-            onActivated: (index) => page.vm.setField("status", page.vm.statusValues[index])
-        }
-        FsChoiceField {
-            label: "Priority"
-            inputName: "priorityBox"
-            choices: page.vm.priorityLabels
-            currentIndex: page.vm.priorityValues.indexOf(page.vm.fields.priority)
-            Layout.fillWidth: true
-            Layout.preferredWidth: 1
-            Layout.alignment: Qt.AlignTop
-            onActivated: (index) => page.vm.setField("priority", page.vm.priorityValues[index])
-        }
-        FsField {
-            label: "Assignee"
-            inputName: "assigneeField"
-            text: page.vm.fields.assignee
-            error: page.vm.errors.assignee || ""
-            Layout.fillWidth: true
-            Layout.preferredWidth: 1
-            Layout.alignment: Qt.AlignTop
-            onEdited: (text) => page.vm.setField("assignee", text)
-        }
-        FsField {
-            label: "Due date"
-            hint: "YYYY-MM-DD"
-            inputName: "dueDateField"
-            errorName: "dueDateError"
-            text: page.vm.fields.due_date
-            placeholderText: "YYYY-MM-DD"
-            inputMethodHints: Qt.ImhDate
-            error: page.vm.errors.due_date || ""
-            Layout.fillWidth: true
-            Layout.preferredWidth: 1
-            Layout.alignment: Qt.AlignTop
-            onEdited: (text) => page.vm.setField("due_date", text)
-        }
-    }
-
-    FsAreaField {
-        label: "Notes"
-        inputName: "notesField"
-        text: page.vm.fields.notes
-        error: page.vm.errors.notes || ""
-        Layout.fillWidth: true
-        onEdited: (text) => page.vm.setField("notes", text)
-    }
-    ErrorLabel { objectName: "recordError"; text: page.vm.errors.record || ""; Layout.fillWidth: true }
 
     RowLayout {
         Layout.fillWidth: true

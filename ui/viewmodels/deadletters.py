@@ -33,6 +33,7 @@ from ui.qt import (
 )
 from ui.services import Services
 from ui.tasks import TaskOwner
+from ui.viewmodels.deadform import form_fields, form_payload, refused_fields
 from ui.wording import kind_in_words, reason_in_words, when
 
 __all__ = ["DeadLetterModel", "validate_payload"]
@@ -105,6 +106,10 @@ class DeadLetterModel(QAbstractListModel):
         self._kind = ""
         self._selected: int = -1
         self._edit_error = ""
+        # The selected job's form: its values as edited, and errors found here on Retry.
+        self._form: dict[str, str] = {}
+        self._form_job = -1
+        self._form_errors: dict[str, str] | None = None
         # One reload for a burst of operations (a bulk retry publishes one OpChanges a job).
         self._reload_timer = QTimer(self, singleShot=True, interval=30)
         connect(self._reload_timer.timeout, self.reload)
@@ -210,6 +215,77 @@ class DeadLetterModel(QAbstractListModel):
         self._selected = job_id
         self._edit_error = ""
         self.changed.emit()
+
+    # -- the form ---------------------------------------------------------------------------
+
+    def _form_now(self) -> tuple[list[str], dict[str, str], dict[str, str]]:
+        """The selected job's shown fields, their values as edited, and the stored ones."""
+        job = self._job()
+        if job is None:
+            return [], {}, {}
+        names, stored = form_fields(job.payload)
+        if self._form_job != job.id:
+            self._form_job, self._form, self._form_errors = job.id, dict(stored), None
+        return names, self._form, stored
+
+    @Property(list, notify=changed)
+    def formNames(self) -> list[str]:
+        return self._form_now()[0]
+
+    @Property("QVariantMap", notify=changed)
+    def formFields(self) -> dict[str, str]:
+        return dict(self._form_now()[1])
+
+    @Property("QVariantMap", notify=changed)
+    def formErrors(self) -> dict[str, str]:
+        """The server's reason beside each field it refused; after a refused Retry, ours."""
+        self._form_now()
+        if self._form_errors is not None:
+            return dict(self._form_errors)
+        job = self._job()
+        return refused_fields(job.last_error if job else "")
+
+    @Property(str, notify=changed)
+    def reasonAbove(self) -> str:
+        """Why it failed, above the form: the server's words are beside the fields they
+        name (the whole reply stays in Details); a reason that names none is shown whole."""
+        job = self._job()
+        if job is None:
+            return ""
+        if refused_fields(job.last_error) and job.op != "delete":
+            return reason_in_words(job.reason_code) + " The refused fields are marked below."
+        return reason_in_words(job.reason_code, job.last_error)
+
+    @Property(bool, notify=changed)
+    def formEdited(self) -> bool:
+        _, values, stored = self._form_now()
+        return values != stored
+
+    @Slot(str, str)
+    def setFormField(self, name: str, value: str) -> None:
+        self._form_now()
+        self._form[name] = value
+        self.changed.emit()
+
+    @Slot(int, result=bool)
+    def retryForm(self, job_id: int) -> bool:
+        """Retry the selected change: unchanged, under its key; edited, checked by the
+        contract first (errors go beside the fields, nothing is sent) and sent under a new
+        key."""
+        job = self._job()
+        if job is None or job.id != job_id:
+            return False
+        _, values, stored = self._form_now()
+        if values == stored:
+            self.retry(job_id)
+            return True
+        payload, errors = form_payload(job.op, values)
+        self._form_errors = errors if payload is None else None
+        self.changed.emit()
+        if payload is None:
+            return False
+        self._tasks.start(self._retry(job_id, payload), "dead-retry-form")
+        return True
 
     @Slot(int, bool)
     def setChecked(self, job_id: int, checked: bool) -> None:

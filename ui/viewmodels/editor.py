@@ -53,7 +53,7 @@ def _as_form(record: dict[str, Any]) -> dict[str, str]:
     return {name: "" if record.get(name) is None else str(record[name]) for name in FIELDS}
 
 
-def _field_errors(error: ValidationError) -> dict[str, str]:
+def field_errors(error: ValidationError) -> dict[str, str]:
     errors: dict[str, str] = {}
     for item in error.errors():
         name = str(item["loc"][0]) if item["loc"] else "record"
@@ -288,7 +288,7 @@ class EditorViewModel(QObject):
         try:
             clean = validate_mutation(op, self._entity_id or None, fields).fields
         except ValidationError as exc:
-            self._errors = _field_errors(exc)
+            self._errors = field_errors(exc)
             return None
         except ValueError as exc:
             self._errors = {"record": str(exc)}

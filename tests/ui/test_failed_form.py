@@ -1,0 +1,122 @@
+"""The failed-changes page fixes a refused change in the editor's form (issue 12, item 4).
+
+A change the real server refused on a field is shown as the editor's fields with the server's
+reason beside that field; the person edits it there and presses Retry: the job goes back to
+the queue under a new idempotency key and the work order on this device shows the edit.
+Assertions read the visible text on screen at a phone's size.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.events import EventBus
+from app.store.store import Store
+from server.embedded import EmbeddedServer, start_server
+from tests.ui.conftest import Open, Runner
+from tests.ui.qml_driver import click, find, screenshot, shown_texts, shows, type_into
+from tests.ui.test_sync_e2e import EngineRun, make_engine
+from ui.services import Services
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as s:
+        yield s
+
+
+@pytest.fixture
+def engines(run: Runner) -> Iterator[EngineRun]:
+    owner = EngineRun(run)
+    yield owner
+    owner.stop_all()
+
+
+def refused_by_the_server(
+    run: Runner,
+    store: Store,
+    bus: EventBus,
+    services: Services,
+    server: EmbeddedServer,
+    engines: EngineRun,
+) -> int:
+    """A create whose title the server refuses (as an older app version could have queued
+    it: the payload is changed under the queue), delivered to the real server until dead."""
+    entity_id = str(uuid.uuid4())
+    job_id = store.record_edit("create", entity_id, {"title": "Pump", "site": "North yard"}).job_id
+    (payload,) = store.db.execute_sql("SELECT payload FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    stored = json.loads(payload)
+    stored["fields"]["title"] = "T" * 300
+    store.db.execute_sql("UPDATE jobs SET payload = ? WHERE id = ?", (json.dumps(stored), job_id))
+    engine = make_engine(store, bus, services, server.base_url, server.add_device("phone-1"))
+    engines.start(engine)
+    status = lambda: store.db.execute_sql(  # noqa: E731
+        "SELECT status FROM jobs WHERE id = ?", (job_id,)
+    ).fetchone()[0]
+    run.until(lambda: status() == "dead", 15)
+    engines.stop_all()
+    return job_id
+
+
+def key_of(store: Store, job_id: int) -> str:
+    row = store.db.execute_sql("SELECT idempotency_key FROM jobs WHERE id = ?", (job_id,))
+    return str(row.fetchone()[0])
+
+
+def test_a_refused_field_is_fixed_in_the_form_and_retried_under_a_new_key(
+    run: Runner,
+    open_window: Open,
+    store: Store,
+    bus: EventBus,
+    services: Services,
+    server: EmbeddedServer,
+    engines: EngineRun,
+    artifacts: Path,
+) -> None:
+    job_id = refused_by_the_server(run, store, bus, services, server, engines)
+    key_before = key_of(store, job_id)
+    app_vm, window = open_window(360, 720)
+    app_vm.open("dead")
+    run(app_vm.wait_idle())
+    run.until(lambda: app_vm.deadLetters.count == 1)
+    click(window, find(window, "deadRow_0"))  # selects it and scrolls to its form
+    title = find(window, "failed_titleField")
+    # The form is on screen: the editor's fields, the title's reason beside it.
+    run.until(lambda: title.isVisible() and title.property("text") == "T" * 300)
+    run.pause(0.2)
+    reason = find(window, "failed_titleError")
+    assert reason.isVisible()
+    assert "at most 200 characters" in reason.property("text")
+    screenshot(window, artifacts / "dead-form-360x720-light.png")
+    on_screen = [text for text, _ in shown_texts(window)]
+    assert shows(window, "Fix and retry"), on_screen
+    assert shows(window, "at most 200 characters"), on_screen
+    assert shows(window, "Site"), on_screen
+    assert not find(window, "payloadEditor").isVisible()  # the JSON is behind "Details"
+    assert not shows(window, "'loc'"), on_screen  # the raw reply only in Details
+    # An edit the contract refuses is marked on the field and nothing is sent.
+    title.setProperty("text", "")
+    type_into(window, title, " ")
+    click(window, find(window, "retryButton"))
+    run.until(lambda: "at most 200" not in reason.property("text") and reason.isVisible())
+    assert app_vm.deadLetters.count == 1
+    assert key_of(store, job_id) == key_before
+    title.setProperty("text", "")
+    type_into(window, title, "Pump house")
+    run.until(lambda: find(window, "retryButton").property("text") == "Retry with my edits")
+    click(window, find(window, "retryButton"))
+    run.until(lambda: app_vm.deadLetters.count == 0, 5)
+    status, key_after = store.db.execute_sql(
+        "SELECT status, idempotency_key FROM jobs WHERE id = ?", (job_id,)
+    ).fetchone()
+    assert status == "pending"
+    assert key_after != key_before
+    (entity_id,) = store.db.execute_sql(
+        "SELECT entity_key FROM jobs WHERE id = ?", (job_id,)
+    ).fetchone()
+    assert store.cache.get(entity_id)["title"] == "Pump house"
