@@ -10,31 +10,20 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from app.events import EventBus
 from app.store.store import Store
-from server.embedded import EmbeddedServer, start_server
+from server.embedded import EmbeddedServer
+from tests.ui import test_sync_e2e
 from tests.ui.conftest import Open, Runner
 from tests.ui.qml_driver import click, find, screenshot, shown_texts, shows, type_into
 from tests.ui.test_sync_e2e import EngineRun, make_engine
 from ui.services import Services
 
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
-    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as s:
-        yield s
-
-
-@pytest.fixture
-def engines(run: Runner) -> Iterator[EngineRun]:
-    owner = EngineRun(run)
-    yield owner
-    owner.stop_all()
+# The real server and the engine runner of the sync end-to-end tests, shared.
+server = test_sync_e2e.server
+engines = test_sync_e2e.engines
 
 
 def refused_by_the_server(
