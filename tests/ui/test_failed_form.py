@@ -13,10 +13,12 @@ import uuid
 from pathlib import Path
 
 from app.events import EventBus
+from app.states import Reason
+from app.store.queue import Outcome
 from app.store.store import Store
 from server.embedded import EmbeddedServer
 from tests.ui import test_sync_e2e
-from tests.ui.conftest import Open, Runner
+from tests.ui.conftest import Open, Runner, mark_synced
 from tests.ui.qml_driver import click, find, screenshot, shown_texts, shows, type_into
 from tests.ui.test_sync_e2e import EngineRun, make_engine
 from ui.services import Services
@@ -109,3 +111,55 @@ def test_a_refused_field_is_fixed_in_the_form_and_retried_under_a_new_key(
         "SELECT entity_key FROM jobs WHERE id = ?", (job_id,)
     ).fetchone()
     assert store.cache.get(entity_id)["title"] == "Pump house"
+
+
+def dead_edit(store: Store, op: str, fields: dict[str, str], error: str) -> int:
+    """A synced work order whose update or delete the server refused with ``error``."""
+    (entity_id,) = store.import_records([{"id": str(uuid.uuid4()), "title": "Gate"}])
+    mark_synced(store)
+    job_id = store.record_edit(op, entity_id, fields).job_id
+    (job,) = store.queue.claim("test")
+    store.queue.dead(job, Outcome(error=error, http_status=422, code=Reason.INVALID))
+    return job_id
+
+
+def test_an_update_shows_only_the_fields_it_sets_and_a_delete_no_form(
+    run: Runner, open_window: Open, store: Store
+) -> None:
+    dead_edit(store, "update", {"site": "Yard 9"}, "validation_error: site: not a known site")
+    app_vm, window = open_window(360, 720)
+    app_vm.open("dead")
+    run(app_vm.wait_idle())
+    run.until(lambda: app_vm.deadLetters.count == 1)
+    click(window, find(window, "deadRow_0"))
+    site = find(window, "failed_siteField")
+    run.until(lambda: site.isVisible() and site.property("text") == "Yard 9")
+    run.pause(0.2)
+    on_screen = [text for text, _ in shown_texts(window)]
+    assert shows(window, "Not a known site"), on_screen
+    assert not find(window, "failed_titleField").isVisible()
+    assert not find(window, "failed_notesField").isVisible()
+    # Unchanged, Retry sends it as it was: the same idempotency key.
+    job_id = app_vm.deadLetters.selectedJobId
+    key_before = key_of(store, job_id)
+    assert find(window, "retryButton").property("text") == "Retry"
+    click(window, find(window, "retryButton"))
+    run.until(lambda: app_vm.deadLetters.count == 0, 5)
+    assert key_of(store, job_id) == key_before
+
+
+def test_a_refused_delete_offers_retry_and_discard_without_a_form(
+    run: Runner, open_window: Open, store: Store
+) -> None:
+    dead_edit(store, "delete", {}, "refused by the server (403)")
+    app_vm, window = open_window(360, 720)
+    app_vm.open("dead")
+    run(app_vm.wait_idle())
+    run.until(lambda: app_vm.deadLetters.count == 1)
+    click(window, find(window, "deadRow_0"))
+    run.until(lambda: find(window, "discardButton").isVisible())
+    run.pause(0.2)
+    assert not find(window, "failedForm").isVisible()
+    assert find(window, "retryButton").isVisible()
+    on_screen = [text for text, _ in shown_texts(window)]
+    assert shows(window, "refused by the server (403)"), on_screen
