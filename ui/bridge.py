@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from typing import Any
 
 from app.events import (
     AuthRequired,
@@ -103,20 +104,10 @@ class Bridge(QObject):
             case QueueChanged(depth=depth, oldest_pending_age_s=age):
                 self.queueChanged.emit(dict(depth), _number(age))
             case JobStateChanged():
+                self.jobStatesChanged.emit([_job_state(event)])
                 self._emit_job_state(event)
             case JobStatesChanged(changes=changes):
-                self.jobStatesChanged.emit(
-                    [
-                        {
-                            "job_id": change.job_id,
-                            "entity_id": change.entity_id,
-                            "status": str(change.status),
-                            "error": change.error or "",
-                            "next_attempt_at": _number(change.next_attempt_at),
-                        }
-                        for change in changes
-                    ]
-                )
+                self.jobStatesChanged.emit([_job_state(change) for change in changes])
                 for change in changes:
                     self._emit_job_state(change)
             case LastSyncChanged(at=at):
@@ -148,3 +139,14 @@ class Bridge(QObject):
             event.error or "",
             _number(event.next_attempt_at),
         )
+
+
+def _job_state(change: JobStateChanged) -> dict[str, Any]:
+    """One job's new state as `jobStatesChanged` carries it to QML and the view-models."""
+    return {
+        "job_id": change.job_id,
+        "entity_id": change.entity_id,
+        "status": str(change.status),
+        "error": change.error or "",
+        "next_attempt_at": _number(change.next_attempt_at),
+    }

@@ -23,6 +23,7 @@ from app.events import (
     ConnectivityChanged,
     EventBus,
     JobStateChanged,
+    LastSyncChanged,
     QueueChanged,
     SyncProgress,
 )
@@ -106,8 +107,9 @@ def test_last_synced_is_worded_live(
 ) -> None:
     app_vm, window = phone
     see(run, window, "Never synced")
-    (entity_id,) = store.import_records([{"title": "Pump seal"}])
-    bus.publish(JobStateChanged(1, entity_id, "done"))
+    store.import_records([{"title": "Pump seal"}])
+    # The engine tells the time of each acknowledged delivery or completed pull.
+    bus.publish(LastSyncChanged(clock()))
     see(run, window, "Last synced just now")
     clock.advance(12)  # no event: the status bar's own clock re-words it
     see(run, window, "Last synced 12 s ago")
@@ -126,7 +128,7 @@ def test_last_synced_yesterday_is_a_day_and_a_time(
     qml = QQmlApplicationEngine()
     window = load_window(qml, app_vm, *PHONE, dark=False)
     try:
-        bus.publish(JobStateChanged(1, "x", "done"))
+        bus.publish(LastSyncChanged(clock()))
         see(run, window, "Last synced just now")
         clock.now = at_1402 + 86400 - 600  # the next day, before 14:02
         bus.publish(QueueChanged({"pending": 0}, None))

@@ -82,7 +82,7 @@ class AppViewModel(QObject):
         connect(self._sign_in.signedIn, self.on_sign_in_signed_in)
         bridge = services.bridge
         connect(bridge.recordsChanged, self._editor.on_bridge_records_changed)
-        connect(bridge.jobStateChanged, self._editor.on_bridge_job_state_changed)
+        connect(bridge.jobStatesChanged, self._editor.on_bridge_job_states_changed)
         connect(bridge.authRequired, self.on_bridge_auth_required)
         connect(bridge.conflictRaised, self.on_bridge_conflict_raised)
         connect(bridge.queueChanged, self.on_bridge_queue_changed)

@@ -256,10 +256,8 @@ class EditorViewModel(QObject):
         if self._entity_id and self._entity_id in entity_ids and not self.dirty:
             self._tasks.start(self._load(self._entity_id, self._generation), "editor-refresh")
 
-    def on_bridge_job_state_changed(
-        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
-    ) -> None:
-        if entity_id == self._entity_id:
+    def on_bridge_job_states_changed(self, changes: list[dict[str, Any]]) -> None:
+        if self._entity_id and any(c["entity_id"] == self._entity_id for c in changes):
             self._tasks.start(self._refresh_state(), "editor-state")
 
     async def _refresh_state(self) -> None:

@@ -79,7 +79,6 @@ class StatusBarViewModel(QObject):
         connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
         connect(bridge.queueChanged, self.on_bridge_queue_changed)
         connect(bridge.syncProgress, self.on_bridge_sync_progress)
-        connect(bridge.jobStateChanged, self.on_bridge_job_state_changed)
         connect(bridge.authRequired, self.on_bridge_auth_required)
         connect(bridge.opChanges, self.on_bridge_op_changes)
         connect(bridge.lastSyncChanged, self.on_bridge_last_sync_changed)
@@ -136,13 +135,6 @@ class StatusBarViewModel(QObject):
         if phase == "idle" and before[2] == "pull":
             self._synced(self._clock())  # a completed pull is a sync
         self._changed()
-
-    def on_bridge_job_state_changed(
-        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
-    ) -> None:
-        if status == "done":  # an acknowledged delivery is a sync
-            self._synced(self._clock())
-            self._changed()
 
     def signed_in(self) -> None:
         self._connectivity = "connecting" if self._services.engine is not None else "stopped"

@@ -111,7 +111,7 @@ class WorkOrderListModel(QAbstractListModel):
         connect(self._clock_timer.timeout, self.on_clock_timer_timeout)
         bridge = services.bridge
         connect(bridge.recordsChanged, self.on_bridge_records_changed)
-        connect(bridge.jobStateChanged, self.on_bridge_job_state_changed)
+        connect(bridge.jobStatesChanged, self.on_bridge_job_states_changed)
         connect(bridge.opChanges, self.on_bridge_op_changes)
         connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
 
@@ -268,10 +268,9 @@ class WorkOrderListModel(QAbstractListModel):
         if entity_ids:
             self.on_bridge_records_changed(entity_ids)
 
-    def on_bridge_job_state_changed(
-        self, job_id: int, entity_id: str, status: str, error: str, next_attempt_at: float
-    ) -> None:
-        self._dirty.add(entity_id)
+    def on_bridge_job_states_changed(self, changes: list[dict[str, Any]]) -> None:
+        """One delivery's job states at once: the rows repaint once per batch, not per job."""
+        self._dirty.update(str(change["entity_id"]) for change in changes)
         if not self._repaint_timer.isActive():
             self._repaint_timer.start()
 
