@@ -325,3 +325,29 @@ def on_top(window: QQuickWindow, title: str = "Export pending changes") -> list[
                     if item.isVisible():
                         items.append(item)
     return items
+
+
+def test_a_narrow_phone_still_shows_the_last_sync_beside_a_long_connection_word(
+    run: Runner, services: Services, root: Any, engine: FakeEngine, bus: EventBus
+) -> None:
+    # At 360 px "Server unreachable" leaves no room for the last sync on line 1; it hid.
+    clock = FakeClock(time.time())
+    services.engine, services.clock = engine, clock
+    app_vm = AppViewModel(services, root)
+    qml = QQmlApplicationEngine()
+    window = load_window(qml, app_vm, 360, 720, dark=False)
+    try:
+        app_vm.start()
+        run(app_vm.wait_idle())
+        bus.publish(LastSyncChanged(clock()))
+        clock.advance(300)
+        bus.publish(ConnectivityChanged("unreachable", "connection refused"))
+        see(run, window, "Server unreachable")
+        see(run, window, "Last synced 5 min ago")
+        bus.publish(ConnectivityChanged("online", ""))
+        see(run, window, "Online")
+        see(run, window, "Last synced 5 min ago")
+    finally:
+        run(app_vm.aclose())
+        window.close()
+        shiboken6.delete(qml)

@@ -59,6 +59,7 @@ ToolBar {
                 font.bold: true
             }
             FsLabel {
+                id: lastSync
                 objectName: "lastSyncLabel"
                 text: bar.vm.lastSyncText
                 color: Theme.textMuted
@@ -98,7 +99,9 @@ ToolBar {
         FsLabel {
             objectName: "pendingLabel"
             visible: bar.vm.attentionText === "" && !bar.vm.syncing
-            text: bar.vm.pendingText
+            // On a phone a long connection word ("Server unreachable") leaves no room for the
+            // last sync on line 1: then it leads line 2 instead of vanishing.
+            text: (lastSync.truncated ? bar.vm.lastSyncText + " · " : "") + bar.vm.pendingText
             font.pixelSize: Theme.fontCaption
             elide: Text.ElideRight
             Layout.fillWidth: true
