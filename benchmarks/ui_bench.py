@@ -166,14 +166,7 @@ async def bench_drain(n_edits: int, workdir: Path) -> dict[str, Any]:
         finally:
             probe.stop()
             unsubscribe()
-            await engine.stop()
-            if not task.done():
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await window.close()
-            executor.shutdown()
-            store.close()
+            await _shut_down(engine, task, window, executor, store)
     stalls = probe.stalls
     return {
         "edits": n_edits,
@@ -269,14 +262,7 @@ async def bench_edit_to_synced(edits: int, workdir: Path) -> dict[str, Any]:
                 from_save.append((shown_at - saved_at) * 1000)
         finally:
             unsubscribe()
-            await engine.stop()
-            if not task.done():
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await window.close()
-            executor.shutdown()
-            store.close()
+            await _shut_down(engine, task, window, executor, store)
     return {
         "edits": edits,
         "delivered_to_synced_median_ms": round(statistics.median(from_delivery), 1),
@@ -515,6 +501,20 @@ def table(results: dict[str, Any]) -> str:
         flag = "" if met is None else ("yes" if met else "NO")
         lines.append(f"{name:<{width}}  {value:>22}  {target:>9}  {flag}")
     return "\n".join(lines)
+
+
+async def _shut_down(
+    engine: Any, task: asyncio.Task[Any], window: Any, executor: Any, store: Any
+) -> None:
+    """Stop the engine and its task, close the window, then the store's thread and file."""
+    await engine.stop()
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    await window.close()
+    executor.shutdown()
+    store.close()
 
 
 def main() -> int:
