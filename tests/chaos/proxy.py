@@ -26,8 +26,9 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "PASS",
@@ -229,6 +230,7 @@ class FaultProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, name="fault-proxy")
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._upstreams: set[asyncio.StreamWriter] = set()
         self._flapper: asyncio.Task[None] | None = None
 
     @property
@@ -290,7 +292,7 @@ class FaultProxy:
 
     async def _listen(self) -> None:
         self._server = await asyncio.start_server(
-            self._serve, "127.0.0.1", self.port, reuse_address=True
+            self._accept, "127.0.0.1", self.port, reuse_address=True
         )
         self.port = self._server.sockets[0].getsockname()[1]
         self.online = True
@@ -318,12 +320,30 @@ class FaultProxy:
         self._flapper = asyncio.get_running_loop().create_task(run())
 
     async def _shutdown(self) -> None:
+        """Close everything before the loop stops: a request still waiting on its upstream
+        would otherwise keep a socket that the garbage collector later reports as unclosed."""
         if self._flapper is not None:
             self._flapper.cancel()
         await self._down()
+        current = asyncio.current_task()
+        pending = [task for task in asyncio.all_tasks() if task is not current]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for writer in list(self._writers | self._upstreams):
+            writer.transport.abort()
+        for _ in range(3):
+            await asyncio.sleep(0)  # closed transports drop their sockets on the next turns
+
+    def _accept(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> Coroutine[Any, Any, None]:
+        """Registers the connection before its task first runs, so that a shutdown that
+        cancels the task before it starts still closes the connection."""
+        self._writers.add(writer)
+        return self._serve(reader, writer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
         try:
             while self.online:
                 request = await _read_request(reader)
@@ -421,6 +441,7 @@ class FaultProxy:
         self, head: bytes, body: bytes, *, partial: bool = False
     ) -> tuple[int, bytes, bytes] | None:
         reader, writer = await asyncio.open_connection(*self.upstream)
+        self._upstreams.add(writer)
         try:
             out_head = _replace_header(_strip_hop_by_hop(head), b"connection", b"close")
             out_head = _replace_header(out_head, b"content-length", str(len(body)).encode())
@@ -434,6 +455,7 @@ class FaultProxy:
             await writer.drain()
             response = await _read_response(reader)
         finally:
+            self._upstreams.discard(writer)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
