@@ -55,6 +55,11 @@ class Services:
     #: Core writes; built over the bridge's bus when not given (its OpChanges reach the UI).
     operations: Operations = field(default=None)  # type: ignore[assignment]
 
+    def wake(self) -> None:
+        """Ask the engine to send now (after a core write a person made); none, nothing."""
+        if self.engine is not None:
+            self.engine.wake()
+
     @property
     def online(self) -> bool:
         """The engine last said the server answers."""

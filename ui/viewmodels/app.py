@@ -9,9 +9,11 @@ The view-models do not call each other to repaint: each follows the bridge's `op
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
+from ui.viewmodels.base import ListViewModel, ViewModel
 from ui.viewmodels.conflicts import ConflictViewModel
 from ui.viewmodels.deadletters import DeadLetterModel
 from ui.viewmodels.diagnostics import DiagnosticsViewModel
@@ -73,9 +75,8 @@ class AppViewModel(QObject):
         self._review = ReviewViewModel(services.review_client, self)
         self._settings = SettingsViewModel(services, self)
         self._export = PendingExportViewModel(services, self)
-        sources = (self._status, self._editor, self._dead, self._conflicts, self._review)
-        for source in (*sources, self._settings, self._work_orders, self._export):
-            connect(source.message, self.message.emit)
+        for child in self._children():
+            connect(child.message, self.message.emit)
         connect(self._editor.saved, self.on_editor_saved)
         connect(self._editor.changed, self.titleChanged.emit)
         connect(self._conflicts.finished, self.on_conflicts_finished)
@@ -105,7 +106,7 @@ class AppViewModel(QObject):
         for vm in self._children():
             await vm.aclose()
 
-    def _children(self) -> tuple:  # type: ignore[type-arg]
+    def _children(self) -> tuple[ViewModel | ListViewModel[Any], ...]:
         return (
             self._work_orders,
             self._status,
@@ -174,8 +175,7 @@ class AppViewModel(QObject):
     # -- wiring -----------------------------------------------------------------------------
 
     def on_editor_saved(self, entity_id: str) -> None:
-        if self._services.engine is not None:
-            self._services.engine.wake()
+        self._services.wake()
 
     def on_conflicts_finished(self) -> None:
         if self._page == "conflict":

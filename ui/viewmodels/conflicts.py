@@ -14,7 +14,7 @@ from app.store.errors import StoreError
 from app.sync.conflicts import Conflicts, ConflictView
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.tasks import TaskOwner
+from ui.viewmodels.base import ViewModel
 from ui.wording import iso_when, when
 
 __all__ = ["ConflictViewModel"]
@@ -52,22 +52,20 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-class ConflictViewModel(QObject):
+class ConflictViewModel(ViewModel):
     """Open conflicts on this device, and the one being resolved.
 
     Signals:
-        changed(), message(str), finished()
+        changed(), finished(), message(str) (from ViewModel)
     """
 
     changed = Signal()
-    message = Signal(str)
     finished = Signal()
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
         self._conflicts = Conflicts(services.store)
-        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._open: list[ConflictView] = []
         self._current: ConflictView | None = None
         self._choices: dict[str, str] = {}
@@ -107,12 +105,6 @@ class ConflictViewModel(QObject):
         self._current = view
         self._choices = {}
         self.changed.emit()
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        await self._tasks.aclose()
 
     # -- properties -------------------------------------------------------------------------
 
@@ -244,7 +236,7 @@ class ConflictViewModel(QObject):
             self.message.emit("Resolved. The merged work order is queued for the server.")
         else:
             self.message.emit("Resolved. The server's version was kept.")
-        self._wake()
+        self._services.wake()
         self._current = None
         await self._reload()
         self.finished.emit()
@@ -268,9 +260,5 @@ class ConflictViewModel(QObject):
             self.message.emit(f"Not sent: {exc}")
             return
         self.message.emit("Sent to an admin. The work order waits for their decision.")
-        self._wake()
+        self._services.wake()
         await self._reload()
-
-    def _wake(self) -> None:
-        if self._services.engine is not None:
-            self._services.engine.wake()

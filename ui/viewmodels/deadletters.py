@@ -18,40 +18,15 @@ from typing import Any
 from app.operations import payload_from_text
 from app.store.deadletters import ERROR_KINDS, DeadJob, list_dead
 from app.store.errors import InvalidEditError, StoreError
-from ui.qt import (
-    Property,
-    QAbstractListModel,
-    QByteArray,
-    QModelIndex,
-    QObject,
-    QPersistentModelIndex,
-    Qt,
-    QTimer,
-    Signal,
-    Slot,
-    connect,
-)
+from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.tasks import TaskOwner
+from ui.viewmodels.base import ListViewModel
 from ui.viewmodels.deadform import form_fields, form_payload, refused_fields
 from ui.wording import kind_in_words, reason_in_words, when
 
 __all__ = ["DeadLetterModel", "validate_payload"]
 
-_ROLE_NAMES = (
-    "jobId",
-    "when",
-    "title",
-    "op",
-    "attempts",
-    "errorText",
-    "kind",
-    "kindText",
-    "checked",
-)
-_ROLES = {name: Qt.ItemDataRole.UserRole + 1 + i for i, name in enumerate(_ROLE_NAMES)}
 _OPS = {"create": "Create", "update": "Edit", "delete": "Delete"}
-Index = QModelIndex | QPersistentModelIndex
 
 
 def validate_payload(text: str) -> dict[str, Any]:
@@ -85,23 +60,31 @@ def _export(path: Path, jobs: list[DeadJob]) -> Path:
     return path
 
 
-class DeadLetterModel(QAbstractListModel):
+class DeadLetterModel(ListViewModel[DeadJob]):
     """Dead jobs as rows, plus the selected job's details and actions.
 
     Signals:
         changed()  — filter, selection or details changed
-        message(str)  — a result to tell the person
+        message(str)  — a result to tell the person (from ListViewModel)
     """
 
     changed = Signal()
-    message = Signal(str)
+    ROLE_NAMES = (
+        "jobId",
+        "when",
+        "title",
+        "op",
+        "attempts",
+        "errorText",
+        "kind",
+        "kindText",
+        "checked",
+    )
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._all: list[DeadJob] = []
-        self._rows: list[DeadJob] = []
         self._checked: set[int] = set()
         self._kind = ""
         self._selected: int = -1
@@ -111,8 +94,7 @@ class DeadLetterModel(QAbstractListModel):
         self._form_job = -1
         self._form_errors: dict[str, str] | None = None
         # One reload for a burst of operations (a bulk retry publishes one OpChanges a job).
-        self._reload_timer = QTimer(self, singleShot=True, interval=30)
-        connect(self._reload_timer.timeout, self.reload)
+        self._reload_timer = self._timer(30, self.reload, single_shot=True)
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
 
     def on_bridge_op_changes(
@@ -122,21 +104,6 @@ class DeadLetterModel(QAbstractListModel):
             self._reload_timer.start()
 
     # -- model ------------------------------------------------------------------------------
-
-    def roleNames(self) -> dict[int, QByteArray]:
-        return {number: QByteArray(name.encode()) for name, number in _ROLES.items()}
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self._rows)
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or not 0 <= index.row() < len(self._rows):
-            return None
-        job = self._rows[index.row()]
-        for name, number in _ROLES.items():
-            if number == role:
-                return self._value(job, name)
-        return job.title if role == Qt.ItemDataRole.DisplayRole else None
 
     def _value(self, job: DeadJob, name: str) -> Any:
         return {
@@ -150,12 +117,6 @@ class DeadLetterModel(QAbstractListModel):
             "kindText": kind_in_words(job.kind),
             "checked": job.id in self._checked,
         }[name]
-
-    @Slot(int, result="QVariantMap")
-    def get(self, row: int) -> dict[str, Any]:
-        if not 0 <= row < len(self._rows):
-            return {}
-        return {name: self._value(self._rows[row], name) for name in _ROLE_NAMES}
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -177,13 +138,6 @@ class DeadLetterModel(QAbstractListModel):
             self._selected = self._rows[0].id if self._rows else -1
         self.endResetModel()
         self.changed.emit()
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        self._reload_timer.stop()
-        await self._tasks.aclose()
 
     # -- filter and selection ---------------------------------------------------------------
 
@@ -293,9 +247,8 @@ class DeadLetterModel(QAbstractListModel):
             self._checked.add(job_id)
         else:
             self._checked.discard(job_id)
-        for i, job in enumerate(self._rows):
-            if job.id == job_id:
-                self.dataChanged.emit(self.index(i), self.index(i), [_ROLES["checked"]])
+        rows = [i for i, job in enumerate(self._rows) if job.id == job_id]
+        self.repaint(rows, ["checked"])
         self.changed.emit()
 
     def _job(self) -> DeadJob | None:
@@ -388,7 +341,7 @@ class DeadLetterModel(QAbstractListModel):
         else:
             what = "Edited change queued as a new request." if payload else "Sending it again."
             self.message.emit(what)
-            self._wake()
+            self._services.wake()
         await self._reload_now()
 
     @Slot(int)
@@ -416,7 +369,7 @@ class DeadLetterModel(QAbstractListModel):
                 self.message.emit(str(exc))
         if count:
             self.message.emit(done.format(f"{count} {'change' if count == 1 else 'changes'}"))
-            self._wake()
+            self._services.wake()
         await self._reload_now()
 
     async def _reload_now(self) -> None:
@@ -441,7 +394,3 @@ class DeadLetterModel(QAbstractListModel):
     async def _export(self, path: Path, jobs: list[DeadJob]) -> None:
         written = await self._services.executor.run(_export, path, jobs)
         self.message.emit(f"Exported {len(jobs)} to {written}")
-
-    def _wake(self) -> None:
-        if self._services.engine is not None:
-            self._services.engine.wake()

@@ -7,9 +7,9 @@ from collections import deque
 from typing import Any
 
 from app.store.store import Store
-from ui.qt import Property, QObject, QTimer, Signal, Slot, connect
+from ui.qt import Property, QObject, Signal, Slot
 from ui.services import Services
-from ui.tasks import TaskOwner
+from ui.viewmodels.base import ViewModel
 from ui.wording import ago, size_in_words
 
 __all__ = ["DiagnosticsViewModel"]
@@ -21,11 +21,12 @@ def _read(store: Store) -> dict[str, Any]:
     return store.stats()
 
 
-class DiagnosticsViewModel(QObject):
+class DiagnosticsViewModel(ViewModel):
     """Samples `Store.stats()` (and the engine's health) into an hour of history.
 
     Signals:
         changed()
+        message(str)  — from ViewModel: the store could not be read (busy, unreadable...)
     """
 
     changed = Signal()
@@ -35,15 +36,13 @@ class DiagnosticsViewModel(QObject):
     ) -> None:
         super().__init__(parent)
         self._services = services
-        self._tasks = TaskOwner()
         self._samples: deque[tuple[float, int]] = deque(maxlen=int(HOUR / interval_s) + 1)
         self._stats: dict[str, Any] = {}
         self._health: dict[str, Any] = {}
-        self._timer = QTimer(self, interval=int(interval_s * 1000))
-        connect(self._timer.timeout, self.refresh)
+        self._sampler = self._timer(int(interval_s * 1000), self.refresh)
 
     def start(self) -> None:
-        self._timer.start()
+        self._sampler.start()
         self.refresh()
 
     @Slot()
@@ -63,13 +62,6 @@ class DiagnosticsViewModel(QObject):
         engine = self._services.engine
         self._health = engine.health() if engine is not None else {}
         self.changed.emit()
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        self._timer.stop()
-        await self._tasks.aclose()
 
     # -- charts -----------------------------------------------------------------------------
 

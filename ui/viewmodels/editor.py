@@ -16,10 +16,10 @@ from app.store.deadletters import EntityJobState, job_states
 from app.store.errors import InvalidEditError, StoreError
 from app.store.store import Store
 from ui.crash import report
-from ui.qt import Property, QObject, QTimer, Signal, Slot, connect
+from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.tasks import TaskOwner
 from ui.viewmodels.badges import badge_for
+from ui.viewmodels.base import ViewModel
 
 __all__ = ["FIELDS", "EditorViewModel"]
 
@@ -62,23 +62,23 @@ def field_errors(error: ValidationError) -> dict[str, str]:
     return errors
 
 
-class EditorViewModel(QObject):
+class EditorViewModel(ViewModel):
     """One work order being created or edited.
 
     Signals:
         changed()  — fields, errors or state changed
         saved(str entity_id)  — written to the local queue and cache
-        message(str)  — something to tell the person once
+        message(str)  — something to tell the person once (from ViewModel)
     """
 
     changed = Signal()
     saved = Signal(str)
-    message = Signal(str)
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
-        super().__init__(parent)
+        # A failed load or save is a bug here (the saves tell StoreErrors themselves), and
+        # it must not leave the form "saving".
+        super().__init__(parent, on_error=self._on_task_error, conditions_as_messages=False)
         self._services = services
-        self._tasks = TaskOwner(self._on_task_error)
         self._entity_id = ""
         self._original: dict[str, str] = dict(_BLANK)
         self._form: dict[str, str] = dict(_BLANK)
@@ -94,8 +94,7 @@ class EditorViewModel(QObject):
         # two new forms in a row are different forms.
         self._generation = 0
         # "Retrying in 3 s" counts down on screen; runs only while the badge shows a countdown.
-        self._clock_timer = QTimer(self, interval=1000)
-        connect(self._clock_timer.timeout, self.changed.emit)
+        self._clock_timer = self._timer(1000, self.changed.emit)
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
         connect(services.bridge.connectivityChanged, self.on_bridge_connectivity_changed)
         connect(self.changed, self.on_changed)
@@ -227,13 +226,6 @@ class EditorViewModel(QObject):
             self.message.emit("Saved. Sending…")
         else:
             self.message.emit("Saved on this device; will be sent when the server is reachable.")
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        self._clock_timer.stop()
-        await self._tasks.aclose()
 
     def on_changed(self) -> None:
         counting = self._state is not None and bool(self._state.retrying)

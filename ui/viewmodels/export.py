@@ -13,7 +13,7 @@ from pathlib import Path
 from app.store.errors import StoreError
 from ui.qt import Property, QObject, QUrl, Signal, Slot
 from ui.services import Services
-from ui.tasks import TaskOwner
+from ui.viewmodels.base import ViewModel
 
 __all__ = ["PendingExportViewModel", "export_in_words"]
 
@@ -26,21 +26,19 @@ def export_in_words(count: int, failed: int, path: Path) -> str:
     return f"Saved {count} unsent {noun}{extra} to {path}"
 
 
-class PendingExportViewModel(QObject):
+class PendingExportViewModel(ViewModel):
     """Signals:
     changed()  — busy or the last result changed
-    message(str)  — the result, for a toast
+    message(str)  — the result, for a toast (from ViewModel)
     fileWanted()  — the window should ask where to save (its FileDialog)
     """
 
     changed = Signal()
-    message = Signal(str)
     fileWanted = Signal()
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._busy = False
         self._last = ""
 
@@ -91,9 +89,3 @@ class PendingExportViewModel(QObject):
             self._busy = False
             self.changed.emit()
         self.message.emit(self._last)
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        await self._tasks.aclose()

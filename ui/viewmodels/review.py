@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from app.sync.errors import Reason, ReplyKind, SyncError, classify_decision
 from app.sync.transport import Reply
 from ui.qt import Property, QObject, Signal, Slot
-from ui.tasks import TaskOwner
+from ui.viewmodels.base import ViewModel
 from ui.wording import iso_when
 
 __all__ = ["ReviewClient", "ReviewViewModel"]
@@ -60,21 +60,19 @@ def _newest_first(conflicts: list[dict[str, Any]], key: str) -> list[dict[str, A
     return sorted(conflicts, key=lambda c: (c.get(key) or "", c.get("id", 0)), reverse=True)
 
 
-class ReviewViewModel(QObject):
+class ReviewViewModel(ViewModel):
     """Open review conflicts from every device, the one being decided, and past decisions.
 
     Signals:
         changed()  — the lists, the current conflict or a choice changed
-        message(str)  — a result to tell the person once
+        message(str)  — a result to tell the person once (from ViewModel)
     """
 
     changed = Signal()
-    message = Signal(str)
 
     def __init__(self, client: ReviewClient | None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._client = client
-        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._admin = False
         self._checked = False
         self._loading = False
@@ -129,12 +127,6 @@ class ReviewViewModel(QObject):
             current_id = self._current["id"]
             self._current = next((c for c in self._open if c["id"] == current_id), None)
         self.changed.emit()
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        await self._tasks.aclose()
 
     # -- the lists --------------------------------------------------------------------------
 

@@ -11,24 +11,22 @@ from __future__ import annotations
 from app.operations import SYNC_ON_METERED, load_sync_on_metered
 from ui.qt import Property, QObject, Signal, Slot
 from ui.services import Services
-from ui.tasks import TaskOwner
+from ui.viewmodels.base import ViewModel
 
 __all__ = ["SYNC_ON_METERED", "SettingsViewModel", "load_sync_on_metered"]
 
 
-class SettingsViewModel(QObject):
+class SettingsViewModel(ViewModel):
     """Signals:
     changed()
-    message(str)
+    message(str)  — from ViewModel
     """
 
     changed = Signal()
-    message = Signal(str)
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._sync_on_metered = True
 
     @Slot()
@@ -65,9 +63,3 @@ class SettingsViewModel(QObject):
     @Property(str, constant=True)
     def dataDir(self) -> str:
         return str(self._services.store.data_dir)
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        await self._tasks.aclose()

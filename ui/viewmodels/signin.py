@@ -12,17 +12,18 @@ from collections.abc import Callable
 from app.credentials import CredentialsError, normalize_server_url, store_token
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.tasks import TaskOwner
+from ui.viewmodels.base import ViewModel
 
 __all__ = ["SignInViewModel"]
 
 StoreToken = Callable[[str, str], None]
 
 
-class SignInViewModel(QObject):
+class SignInViewModel(ViewModel):
     """Signals:
     changed()
     signedIn(str server_url, str token)  — the token is handed to the running engine
+    message(str)  — from ViewModel: a storage condition while saving the token
     """
 
     changed = Signal()
@@ -38,7 +39,6 @@ class SignInViewModel(QObject):
         super().__init__(parent)
         self._services = services
         self._store_token = store_token_fn
-        self._tasks = TaskOwner()
         self._server_url = services.server_url
         self._token = ""
         self._error = ""
@@ -115,9 +115,3 @@ class SignInViewModel(QObject):
         self._error = ""
         self.changed.emit()
         self.signedIn.emit(url, token)
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        await self._tasks.aclose()

@@ -13,9 +13,9 @@ from app.store.deadletters import last_synced_at
 from app.store.stats import outstanding_depth
 from app.store.store import Store
 from ui.bridge import from_number
-from ui.qt import Property, QObject, QTimer, Signal, Slot, connect
+from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services, SyncReport
-from ui.tasks import TaskOwner
+from ui.viewmodels.base import ViewModel
 from ui.wording import CONNECTIVITY_WORDS, ago, last_synced, number
 
 __all__ = ["StatusBarViewModel", "report_in_words"]
@@ -48,22 +48,20 @@ def _read_status(store: Store) -> tuple[dict[str, Any], float | None]:
     return outstanding_depth(store), last_synced_at(store)
 
 
-class StatusBarViewModel(QObject):
+class StatusBarViewModel(ViewModel):
     """Always-visible sync status.
 
     Signals:
         changed()  — any displayed value changed
-        message(str)  — something to tell the person once (a toast)
+        message(str)  — something to tell the person once (a toast; from ViewModel)
     """
 
     changed = Signal()
-    message = Signal(str)
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
         self._clock = services.clock
-        self._tasks = TaskOwner(on_condition=self.message.emit)
         self._connectivity = "connecting" if services.engine is not None else "stopped"
         self._reason = ""
         self._depth: dict[str, int] = {}
@@ -73,8 +71,7 @@ class StatusBarViewModel(QObject):
         self._progress = (0, 0, "idle")
         self._syncing_now = False
         self._from_report = False
-        self._tick = QTimer(self, singleShot=True)
-        connect(self._tick.timeout, self.on_tick_timeout)
+        self._tick = self._timer(0, self.on_tick_timeout, single_shot=True)
         bridge = services.bridge
         connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
         connect(bridge.queueChanged, self.on_bridge_queue_changed)
@@ -95,13 +92,6 @@ class StatusBarViewModel(QObject):
         self._set_depth(depth)
         self._synced(synced_at)
         self._changed()
-
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        self._tick.stop()
-        await self._tasks.aclose()
 
     def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
         self._from_report = False

@@ -11,22 +11,10 @@ from typing import Any
 
 from app.store.deadletters import EntityJobState, job_states
 from app.store.store import Store
-from ui.qt import (
-    Property,
-    QAbstractListModel,
-    QByteArray,
-    QModelIndex,
-    QObject,
-    QPersistentModelIndex,
-    Qt,
-    QTimer,
-    Signal,
-    Slot,
-    connect,
-)
+from ui.qt import Property, QModelIndex, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.tasks import TaskOwner
 from ui.viewmodels.badges import badge_for
+from ui.viewmodels.base import Index, ListViewModel
 
 __all__ = ["STATUS_FILTERS", "WorkOrderListModel"]
 
@@ -40,23 +28,6 @@ STATUS_FILTERS = (
     ("cancelled", "Cancelled"),
 )
 STATUS_LABELS = {value: label for value, label in STATUS_FILTERS if value}
-
-_ROLE_NAMES = (
-    "entityId",
-    "title",
-    "subtitle",
-    "status",
-    "statusText",
-    "priority",
-    "badge",
-    "badgeText",
-    "badgeDetail",
-    "pendingEdits",
-)
-_ROLES = {name: Qt.ItemDataRole.UserRole + 1 + i for i, name in enumerate(_ROLE_NAMES)}
-_ROLE_BY_NUMBER = {number: name for name, number in _ROLES.items()}
-
-Index = QModelIndex | QPersistentModelIndex
 
 
 def _load_page(
@@ -75,24 +46,34 @@ def _load_rows(
     return rows, job_states(store, entity_ids)
 
 
-class WorkOrderListModel(QAbstractListModel):
+class WorkOrderListModel(ListViewModel[dict[str, Any]]):
     """Work orders from the cache with search, status filter and a sync badge per row.
 
     Signals:
         searchChanged(), statusFilterChanged(), totalChanged(), loadingChanged()
+        message(str)  — from ListViewModel
     """
 
     searchChanged = Signal()
     statusFilterChanged = Signal()
     totalChanged = Signal()
     loadingChanged = Signal()
-    message = Signal(str)
+    ROLE_NAMES = (
+        "entityId",
+        "title",
+        "subtitle",
+        "status",
+        "statusText",
+        "priority",
+        "badge",
+        "badgeText",
+        "badgeDetail",
+        "pendingEdits",
+    )
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._services = services
-        self._tasks = TaskOwner(on_condition=self.message.emit)
-        self._rows: list[dict[str, Any]] = []
         self._states: dict[str, EntityJobState] = {}
         self._row_of: dict[str, int] = {}
         self._total = 0
@@ -102,35 +83,17 @@ class WorkOrderListModel(QAbstractListModel):
         self._generation = 0
         self._dirty: set[str] = set()
         self._needs_reload = False
-        self._search_timer = QTimer(self, singleShot=True, interval=250)
-        connect(self._search_timer.timeout, self.reload)
-        self._repaint_timer = QTimer(self, singleShot=True, interval=150)
-        connect(self._repaint_timer.timeout, self.on_repaint_timer_timeout)
+        self._search_timer = self._timer(250, self.reload, single_shot=True)
+        self._repaint_timer = self._timer(150, self.on_repaint_timer_timeout, single_shot=True)
         # "Retrying in 3 s" counts down every second, only while a loaded row shows it.
-        self._clock_timer = QTimer(self, interval=1000)
-        connect(self._clock_timer.timeout, self.on_clock_timer_timeout)
+        self._clock_timer = self._timer(1000, self.on_clock_timer_timeout)
         bridge = services.bridge
         connect(bridge.recordsChanged, self.on_bridge_records_changed)
         connect(bridge.jobStatesChanged, self.on_bridge_job_states_changed)
         connect(bridge.opChanges, self.on_bridge_op_changes)
         connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
 
-    # -- Qt model API -----------------------------------------------------------------------
-
-    def roleNames(self) -> dict[int, QByteArray]:
-        return {number: QByteArray(name.encode()) for name, number in _ROLES.items()}
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008
-        return 0 if parent.isValid() else len(self._rows)
-
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or not 0 <= index.row() < len(self._rows):
-            return None
-        row = self._rows[index.row()]
-        name = "title" if role == Qt.ItemDataRole.DisplayRole else _ROLE_BY_NUMBER.get(role)
-        if name is None:
-            return None
-        return self._value(row, name)
+    # -- Qt model API: paging (roles and rows are ListViewModel's) ---------------------------
 
     def canFetchMore(self, parent: Index = QModelIndex()) -> bool:  # noqa: B008
         return not parent.isValid() and not self._loading and len(self._rows) < self._total
@@ -208,8 +171,7 @@ class WorkOrderListModel(QAbstractListModel):
             # them in place. A model reset would rebuild every delegate, a visible stall.
             self._rows = rows
             self._states = states
-            if rows:
-                self.dataChanged.emit(self.index(0), self.index(len(rows) - 1))
+            self.repaint()
         else:
             self.beginResetModel()
             self._rows = rows
@@ -240,14 +202,6 @@ class WorkOrderListModel(QAbstractListModel):
         self.endInsertRows()
         self._update_clock()
 
-    async def wait_idle(self) -> None:
-        await self._tasks.wait_idle()
-
-    async def aclose(self) -> None:
-        self._repaint_timer.stop()
-        self._clock_timer.stop()
-        await self._tasks.aclose()
-
     # -- repaint on core events -------------------------------------------------------------
 
     def on_bridge_records_changed(self, entity_ids: list[str]) -> None:
@@ -257,10 +211,7 @@ class WorkOrderListModel(QAbstractListModel):
         self._repaint_timer.start()
 
     def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
-        if self._rows:  # a pending row's detail says whether it is on its way
-            self.dataChanged.emit(
-                self.index(0), self.index(len(self._rows) - 1), [_ROLES["badgeDetail"]]
-            )
+        self.repaint(names=["badgeDetail"])  # a pending row's detail: is it on its way
 
     def on_bridge_op_changes(
         self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
@@ -303,10 +254,7 @@ class WorkOrderListModel(QAbstractListModel):
         retrying = self._retrying_rows()
         if not retrying:
             self._clock_timer.stop()
-        roles = [_ROLES["badgeText"], _ROLES["badgeDetail"]]
-        for i in retrying:
-            index = self.index(i)
-            self.dataChanged.emit(index, index, roles)
+        self.repaint(retrying, ["badgeText", "badgeDetail"])
 
     async def _repaint(self, generation: int, entity_ids: list[str]) -> None:
         rows, states = await self._services.executor.run(
@@ -327,21 +275,13 @@ class WorkOrderListModel(QAbstractListModel):
                 self._states[entity_id] = states[entity_id]
             else:
                 self._states.pop(entity_id, None)
-            index = self.index(i)
-            self.dataChanged.emit(index, index)
+            self.repaint([i])
         self._update_clock()
 
     # -- helpers ----------------------------------------------------------------------------
 
     def row_of(self, entity_id: str) -> int:
         return self._row_of.get(entity_id, -1)
-
-    @Slot(int, result="QVariantMap")
-    def get(self, row: int) -> dict[str, Any]:
-        """Every role of one row, for QML and tests."""
-        if not 0 <= row < len(self._rows):
-            return {}
-        return {name: self._value(self._rows[row], name) for name in _ROLE_NAMES}
 
     def _value(self, row: dict[str, Any], name: str) -> Any:
         if name == "entityId":
