@@ -6,9 +6,11 @@
     proxy.flap([(2.0, 1.0)] * 5)            # online 2 s, offline 1 s, five times
     proxy.stop()
 
-Each request is read whole, then a *plan* (any callable taking a `RequestInfo`) picks a
-`Fault`: forward it untouched, refuse it (reset before anything reaches the server), reset
-mid-request (half the request reaches the server), forward it then drop the response (the lost
+Once a request's head has arrived, a *plan* (any callable taking a `RequestInfo`: method,
+path, headers, body length) picks a `Fault`: forward it untouched, refuse it (reset before
+anything reaches the server), reset mid-request (half the request reaches the server), cut the
+body after N bytes (an upload whose link dies: those N bytes reach the server, then its
+connection ends, and the client's is reset), forward it then drop the response (the lost
 acknowledgement), delay it, answer 502/503/504 or 429 + Retry-After itself, truncate or garble
 the response body, or trickle the response out slowly. While the link is down the listening
 socket is closed (new connections are refused) and open connections are reset.
@@ -39,6 +41,7 @@ __all__ = [
     "RequestInfo",
     "RequestRecord",
     "ScriptedPlan",
+    "cut_body",
     "delay",
     "drop_response",
     "garble",
@@ -57,11 +60,12 @@ _MAX_HEAD = 64 * 1024
 class Fault:
     """What the proxy does to one request. Build with the helpers below."""
 
-    kind: str  # pass refuse reset drop_response delay status truncate garble trickle
+    kind: str  # pass refuse reset cut_body drop_response delay status truncate garble trickle
     seconds: float = 0.0
     status: int = 0
     retry_after: int | None = None
     bytes_per_s: float = 0.0
+    after_bytes: int = 0
 
     @property
     def reaches_server(self) -> bool:
@@ -78,6 +82,15 @@ def refuse() -> Fault:
 
 def reset() -> Fault:
     return Fault("reset")
+
+
+def cut_body(after_bytes: int) -> Fault:
+    """Forward the head and the first `after_bytes` of the body, then end the connection to
+    the server (a clean close, so it gets exactly those bytes) and reset the client's. A body
+    no longer than `after_bytes` passes untouched (its response comes back)."""
+    if after_bytes < 0:
+        raise ValueError(f"after_bytes must be >= 0, not {after_bytes}")
+    return Fault("cut_body", after_bytes=after_bytes)
 
 
 def drop_response() -> Fault:
@@ -109,7 +122,13 @@ class RequestInfo:
     index: int
     method: str
     path: str
-    body_bytes: int
+    body_bytes: int  # the declared Content-Length (or the chunked body's size)
+    headers: tuple[tuple[str, str], ...] = ()  # lower-case names, in order
+
+    def header(self, name: str) -> str | None:
+        """The first value of header `name` (any case), None when absent."""
+        wanted = name.lower()
+        return next((value for key, value in self.headers if key == wanted), None)
 
 
 @dataclass(frozen=True)
@@ -119,6 +138,9 @@ class RequestRecord:
     path: str
     fault: str
     upstream_status: int | None
+    #: Request-body bytes the proxy read from the client: what the client sent (a cut body
+    #: counts what arrived before the cut), so resent bytes are a sum over these.
+    body_bytes: int = 0
 
 
 Plan = Callable[[RequestInfo], Fault]
@@ -346,18 +368,14 @@ class FaultProxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while self.online:
-                request = await _read_request(reader)
-                if request is None:
+                head = await _read_head(reader)
+                if head is None:
                     break
-                head, body = request
+                fault, body, length = await self._plan_and_read(head, reader)
                 method, path = _request_line(head)
-                with self._lock:
-                    index = self._index
-                    self._index += 1
-                fault = self.plan(RequestInfo(index, method, path, len(body)))
-                note = self._recorder(time.monotonic(), method, path, fault.kind)
+                note = self._recorder(time.monotonic(), method, path, fault.kind, len(body))
                 try:
-                    keep = await self._apply(fault, head, body, writer, note)
+                    keep = await self._apply(fault, head, body, length, writer, note)
                 finally:
                     note(None)
                 if not keep:
@@ -370,8 +388,33 @@ class FaultProxy:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
+    async def _plan_and_read(
+        self, head: bytes, reader: asyncio.StreamReader
+    ) -> tuple[Fault, bytes, int]:
+        """The plan's fault for this request, the body read from the client and the whole
+        body's length. A body of known length is planned before it is read, so that a cut
+        reads (and forwards) only the bytes before it, as a dying link delivers them."""
+        headers = _headers(head)
+        chunked = headers.get(b"transfer-encoding", b"").lower() == b"chunked"
+        body = await _read_body(reader, headers) if chunked else b""
+        length = len(body) if chunked else int(headers.get(b"content-length", b"0") or 0)
+        with self._lock:
+            index = self._index
+            self._index += 1
+        method, path = _request_line(head)
+        pairs = tuple(
+            (name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.items()
+        )
+        fault = self.plan(RequestInfo(index, method, path, length, pairs))
+        cut = fault.kind == "cut_body" and fault.after_bytes < length
+        if not chunked:
+            body = await reader.readexactly(fault.after_bytes if cut else length)
+        if not cut and fault.kind == "cut_body":
+            fault = PASS  # nothing to cut: the whole body is shorter
+        return fault, body, length
+
     def _recorder(
-        self, at: float, method: str, path: str, kind: str
+        self, at: float, method: str, path: str, kind: str, body_bytes: int
     ) -> Callable[[int | None], None]:
         """Records a request once, before the client sees its outcome, so a test reading
         `records` right after its request returned always finds it."""
@@ -382,7 +425,9 @@ class FaultProxy:
             if not noted:
                 noted = True
                 with self._lock:
-                    self.records.append(RequestRecord(at, method, path, kind, upstream_status))
+                    self.records.append(
+                        RequestRecord(at, method, path, kind, upstream_status, body_bytes)
+                    )
 
         return note
 
@@ -391,6 +436,7 @@ class FaultProxy:
         fault: Fault,
         head: bytes,
         body: bytes,
+        length: int,
         writer: asyncio.StreamWriter,
         note: Callable[[int | None], None],
     ) -> bool:
@@ -407,6 +453,10 @@ class FaultProxy:
         if kind == "reset":
             await self._forward(head, body, partial=True)
             note(None)
+            _rst(writer)
+            return False
+        if kind == "cut_body":
+            note(await self._forward_cut(head, body[: fault.after_bytes], length))
             _rst(writer)
             return False
         if kind == "delay":
@@ -461,6 +511,31 @@ class FaultProxy:
                 await writer.wait_closed()
         return response
 
+    async def _forward_cut(self, head: bytes, prefix: bytes, length: int) -> int | None:
+        """Send the head (announcing the whole body, `length` bytes) and `prefix`, then end
+        the stream: the server reads exactly `prefix`, then the end of its connection. Waits
+        (10 s at most) for it to answer or close, so that it has seen the cut before the
+        client can retry; returns the status it answered, if any."""
+        reader, writer = await asyncio.open_connection(*self.upstream)
+        try:
+            out_head = _replace_header(_strip_hop_by_hop(head), b"connection", b"close")
+            out_head = _replace_header(out_head, b"content-length", str(length).encode())
+            writer.write(out_head + b"\r\n" + prefix)
+            await writer.drain()
+            writer.write_eof()
+            try:
+                answer = await asyncio.wait_for(reader.read(), 10.0)
+            except (TimeoutError, ConnectionError):
+                return None
+            status_line = answer.split(b"\r\n", 1)[0].split(b" ")
+            if len(status_line) > 1 and status_line[0].startswith(b"HTTP/"):
+                return int(status_line[1]) if status_line[1].isdigit() else None
+            return None
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
 
 # -- HTTP/1.1 framing (just what the clients and uvicorn here speak) --------------------------
 
@@ -507,13 +582,6 @@ async def _read_body(reader: asyncio.StreamReader, headers: dict[bytes, bytes]) 
             chunks.append(chunk[:-2])
     length = int(headers.get(b"content-length", b"0") or 0)
     return await reader.readexactly(length)
-
-
-async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | None:
-    head = await _read_head(reader)
-    if head is None:
-        return None
-    return head, await _read_body(reader, _headers(head))
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bytes]:

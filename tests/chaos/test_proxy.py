@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import socketserver
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -130,3 +132,118 @@ def test_random_plan_is_reproducible() -> None:
     assert drawn == [second(info) for _ in range(200)]
     kinds = {fault.kind for fault in drawn}
     assert {"pass", "drop_response", "status", "refuse"} <= kinds
+
+
+class CountingUpstream(socketserver.ThreadingTCPServer):
+    """A bare HTTP/1.1 upstream that records, per connection, the body bytes that arrived
+    before the request was complete or the connection ended, and answers complete ones."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self) -> None:
+        self.bodies: list[tuple[int, bool]] = []  # (bytes received, whole body received)
+        super().__init__(("127.0.0.1", 0), _CountingHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self.server_address[:2]
+        return str(host), int(port)
+
+
+class _CountingHandler(socketserver.StreamRequestHandler):
+    server: CountingUpstream
+
+    def handle(self) -> None:
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            line = self.rfile.readline()
+            if not line:
+                return
+            head += line
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        received = 0
+        while received < length:
+            block = self.rfile.read1(min(65536, length - received))
+            if not block:
+                break
+            received += len(block)
+        self.server.bodies.append((received, received == length))
+        if received == length:
+            self.wfile.write(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
+
+
+@pytest.fixture
+def counting() -> Iterator[tuple[CountingUpstream, FaultProxy]]:
+    upstream = CountingUpstream()
+    running = FaultProxy(upstream.address).start()
+    try:
+        yield upstream, running
+    finally:
+        running.stop()
+        upstream.shutdown()
+        upstream.server_close()
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_cut_body_delivers_exactly_the_bytes_before_the_cut(
+    counting: tuple[CountingUpstream, FaultProxy],
+) -> None:
+    upstream, proxy = counting
+    seen: list[faults.RequestInfo] = []
+
+    def plan(info: faults.RequestInfo) -> faults.Fault:
+        seen.append(info)
+        return faults.cut_body(300_000) if info.method == "PATCH" else faults.PASS
+
+    proxy.set_plan(plan)
+    body = bytes(range(256)) * 4096  # 1 MiB
+    headers = {"Upload-Offset": "4096", "Content-Type": "application/offset+octet-stream"}
+    with httpx.Client(base_url=proxy.base_url, timeout=10) as client:
+        with pytest.raises(httpx.TransportError):
+            client.patch("/v1/uploads/abc", content=body, headers=headers)
+        _wait_for(lambda: len(upstream.bodies) == 1)
+        assert upstream.bodies == [(300_000, False)]
+        # A body no longer than the cut passes whole, and its answer comes back.
+        assert client.put("/sink", content=body).status_code == 204
+        assert client.patch("/v1/uploads/abc", content=body[:1000]).status_code == 204
+    _wait_for(lambda: len(upstream.bodies) == 3)
+    assert upstream.bodies[1:] == [(len(body), True), (1000, True)]
+    assert seen[0].body_bytes == len(body)
+    assert seen[0].header("upload-offset") == "4096"
+    assert seen[0].header("Content-Type") == "application/offset+octet-stream"
+    assert seen[0].header("upload-length") is None
+    records = proxy.snapshot()
+    assert [(r.method, r.fault, r.body_bytes) for r in records] == [
+        ("PATCH", "cut_body", 300_000),
+        ("PUT", "pass", len(body)),
+        ("PATCH", "pass", 1000),
+    ]
+
+
+def test_cut_body_at_zero_sends_the_head_alone(
+    counting: tuple[CountingUpstream, FaultProxy],
+) -> None:
+    upstream, proxy = counting
+    proxy.set_plan(ScriptedPlan([faults.cut_body(0)], paths="/v1/uploads"))
+    with (
+        httpx.Client(base_url=proxy.base_url, timeout=10) as client,
+        pytest.raises(httpx.TransportError),
+    ):
+        client.patch("/v1/uploads/abc", content=b"x" * 5000)
+    _wait_for(lambda: len(upstream.bodies) == 1)
+    assert upstream.bodies == [(0, False)]
+    assert proxy.snapshot()[0].body_bytes == 0
+    with pytest.raises(ValueError, match="after_bytes"):
+        faults.cut_body(-1)
