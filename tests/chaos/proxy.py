@@ -517,6 +517,7 @@ class FaultProxy:
         (10 s at most) for it to answer or close, so that it has seen the cut before the
         client can retry; returns the status it answered, if any."""
         reader, writer = await asyncio.open_connection(*self.upstream)
+        self._upstreams.add(writer)
         try:
             out_head = _replace_header(_strip_hop_by_hop(head), b"connection", b"close")
             out_head = _replace_header(out_head, b"content-length", str(length).encode())
@@ -532,6 +533,7 @@ class FaultProxy:
                 return int(status_line[1]) if status_line[1].isdigit() else None
             return None
         finally:
+            self._upstreams.discard(writer)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
