@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from typing import Any
 
 from app.states import Reason
 
 __all__ = [
     "CONNECTIVITY_WORDS",
+    "FIELD_LABELS",
     "ago",
+    "field_label",
     "last_synced",
     "number",
     "reason_in_words",
@@ -17,6 +20,7 @@ __all__ = [
     "kind_in_words",
     "size_in_words",
     "time_until",
+    "value_in_words",
     "when",
 ]
 
@@ -117,6 +121,32 @@ def when(timestamp: float | None, now: float | None = None) -> str:
         return "—"
     current = dt.datetime.fromtimestamp(time.time() if now is None else now)
     return _local_words(dt.datetime.fromtimestamp(timestamp), current)
+
+
+#: A work order's fields as the screens name them.
+FIELD_LABELS = {
+    "title": "Title",
+    "site": "Site",
+    "status": "Status",
+    "priority": "Priority",
+    "assignee": "Assignee",
+    "due_date": "Due date",
+    "notes": "Notes",
+    "deleted": "Deleted",
+}
+
+
+def field_label(name: str) -> str:
+    return FIELD_LABELS.get(name, name)
+
+
+def value_in_words(value: Any) -> str:
+    """A field's value where two sides are compared: "(empty)", yes/no, or the text."""
+    if value is None or value == "":
+        return "(empty)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def size_in_words(n_bytes: int) -> str:

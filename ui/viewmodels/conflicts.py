@@ -14,21 +14,11 @@ from app.store.errors import StoreError
 from app.sync.conflicts import Conflicts, ConflictView
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.viewmodels.base import ViewModel
-from ui.wording import iso_when, when
+from ui.viewmodels.choices import FieldChoiceViewModel
+from ui.wording import field_label, iso_when, value_in_words, when
 
 __all__ = ["ConflictViewModel"]
 
-_LABELS = {
-    "title": "Title",
-    "site": "Site",
-    "status": "Status",
-    "priority": "Priority",
-    "notes": "Notes",
-    "assignee": "Assignee",
-    "due_date": "Due date",
-    "deleted": "Deleted",
-}
 _STATE_TEXT = {
     "overlap": "Changed on both sides — choose",
     "mine": "Only you changed it — yours is kept",
@@ -44,15 +34,7 @@ _KIND_TEXT = {
 }
 
 
-def _show(value: Any) -> str:
-    if value is None or value == "":
-        return "(empty)"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
-class ConflictViewModel(ViewModel):
+class ConflictViewModel(FieldChoiceViewModel[ConflictView]):
     """Open conflicts on this device, and the one being resolved.
 
     Signals:
@@ -67,8 +49,6 @@ class ConflictViewModel(ViewModel):
         self._services = services
         self._conflicts = Conflicts(services.store)
         self._open: list[ConflictView] = []
-        self._current: ConflictView | None = None
-        self._choices: dict[str, str] = {}
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
 
     def on_bridge_op_changes(
@@ -95,16 +75,11 @@ class ConflictViewModel(ViewModel):
 
     async def _open_for(self, entity_id: str) -> None:
         view = await self._services.executor.run(self._conflicts.open_for, entity_id)
-        self._set_current(view)
+        self._show_case(view)
 
     @Slot(int)
     def openJob(self, job_id: int) -> None:
-        self._set_current(next((v for v in self._open if v.job_id == job_id), None))
-
-    def _set_current(self, view: ConflictView | None) -> None:
-        self._current = view
-        self._choices = {}
-        self.changed.emit()
+        self._show_case(next((v for v in self._open if v.job_id == job_id), None))
 
     # -- properties -------------------------------------------------------------------------
 
@@ -153,19 +128,19 @@ class ConflictViewModel(ViewModel):
             return []
         rows = []
         for f in view.fields:
-            if f.state != "overlap" and _show(f.mine) == _show(f.server):
+            if f.state != "overlap" and value_in_words(f.mine) == value_in_words(f.server):
                 continue  # both sides already agree: nothing to look at
             rows.append(
                 {
                     "name": f.name,
-                    "label": _LABELS.get(f.name, f.name),
-                    "base": _show(f.base),
-                    "mine": _show(f.mine),
-                    "server": _show(f.server),
+                    "label": field_label(f.name),
+                    "base": value_in_words(f.base),
+                    "mine": value_in_words(f.mine),
+                    "server": value_in_words(f.server),
                     "state": f.state,
                     "stateText": _STATE_TEXT.get(f.state, f.state),
                     "needsChoice": f.state == "overlap",
-                    "choice": self._choices.get(f.name, ""),
+                    "choice": self._choices.side(f.name),
                 }
             )
         return rows
@@ -175,7 +150,7 @@ class ConflictViewModel(ViewModel):
         view = self._current
         if view is None:
             return 0
-        return sum(1 for name in view.overlapping if name not in self._choices)
+        return self._choices.unresolved(view.overlapping)
 
     @Property(bool, notify=changed)
     def canResolve(self) -> bool:
@@ -190,13 +165,6 @@ class ConflictViewModel(ViewModel):
         return when(self._current.created_at) if self._current else ""
 
     # -- choices ----------------------------------------------------------------------------
-
-    @Slot(str, str)
-    def choose(self, field: str, side: str) -> None:
-        if side not in ("mine", "theirs"):
-            raise ValueError(f"side must be mine or theirs, not {side!r}")
-        self._choices[field] = side
-        self.changed.emit()
 
     @Slot()
     def keepAllMine(self) -> None:
@@ -215,7 +183,7 @@ class ConflictViewModel(ViewModel):
         if not self.canResolve:
             self.message.emit(f"Choose mine or theirs for {self.unresolvedCount} more field(s).")
             return
-        self._decide(dict(self._choices))
+        self._decide(self._choices.as_dict())
 
     def _decide(self, choice: str | dict[str, str]) -> None:
         view = self._current
@@ -243,8 +211,7 @@ class ConflictViewModel(ViewModel):
 
     @Slot()
     def later(self) -> None:
-        self._current = None
-        self.changed.emit()
+        self._show_case(None)
         self.finished.emit()
 
     @Slot(str)

@@ -27,6 +27,8 @@ from ui.wording import kind_in_words, reason_in_words, when
 __all__ = ["DeadLetterModel", "validate_payload"]
 
 _OPS = {"create": "Create", "update": "Edit", "delete": "Delete"}
+#: A core operation on one failed job (retry it, give it up).
+Operation = Callable[[int], Awaitable[object]]
 
 
 def validate_payload(text: str) -> dict[str, Any]:
@@ -327,11 +329,8 @@ class DeadLetterModel(ListViewModel[DeadJob]):
     @Slot()
     def retryChecked(self) -> None:
         """Send every checked change again, unchanged (each keeps its idempotency key)."""
-        self._tasks.start(self._retry_many(sorted(self._checked)), "dead-retry-checked")
-
-    async def _retry_many(self, job_ids: list[int]) -> None:
         retry = self._services.operations.retry_failed
-        await self._each(job_ids, retry, "Sending {} again.")
+        self._on_each(sorted(self._checked), retry, "Sending {} again.")
 
     async def _retry(self, job_id: int, payload: dict[str, Any] | None) -> None:
         try:
@@ -346,19 +345,20 @@ class DeadLetterModel(ListViewModel[DeadJob]):
 
     @Slot(int)
     def discard(self, job_id: int) -> None:
-        self._tasks.start(self._discard([job_id]), "dead-discard")
+        self._discard([job_id])
 
     @Slot()
     def discardChecked(self) -> None:
-        self._tasks.start(self._discard(sorted(self._checked)), "dead-discard")
+        self._discard(sorted(self._checked))
 
-    async def _discard(self, job_ids: list[int]) -> None:
+    def _discard(self, job_ids: list[int]) -> None:
         give_up = self._services.operations.give_up
-        await self._each(job_ids, give_up, "Discarded {}; kept in the audit log.")
+        self._on_each(job_ids, give_up, "Discarded {}; kept in the audit log.")
 
-    async def _each(
-        self, job_ids: list[int], action: Callable[[int], Awaitable[object]], done: str
-    ) -> None:
+    def _on_each(self, job_ids: list[int], action: Operation, done: str) -> None:
+        self._tasks.start(self._each(job_ids, action, done), f"dead-{action.__name__}")
+
+    async def _each(self, job_ids: list[int], action: Operation, done: str) -> None:
         """The core operation ``action`` on each job; one message for all."""
         count = 0
         for job_id in job_ids:

@@ -20,19 +20,11 @@ from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.badges import badge_for
 from ui.viewmodels.base import ViewModel
+from ui.wording import field_label
 
 __all__ = ["FIELDS", "EditorViewModel"]
 
 FIELDS = ("title", "site", "status", "priority", "assignee", "due_date", "notes")
-_LABELS = {
-    "title": "Title",
-    "site": "Site",
-    "status": "Status",
-    "priority": "Priority",
-    "assignee": "Assignee",
-    "due_date": "Due date",
-    "notes": "Notes",
-}
 _BLANK = {
     "title": "",
     "site": "",
@@ -326,7 +318,7 @@ class EditorViewModel(ViewModel):
         shown = self.errors
         if not shown:
             return ""
-        return "; ".join(f"{_LABELS.get(k, k)}: {v}" for k, v in shown.items())
+        return "; ".join(f"{field_label(k)}: {v}" for k, v in shown.items())
 
     @Property(bool, notify=changed)
     def dirty(self) -> bool:

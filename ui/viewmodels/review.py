@@ -14,21 +14,10 @@ from typing import Any, Protocol
 from app.sync.errors import Reason, ReplyKind, SyncError, classify_decision
 from app.sync.transport import Reply
 from ui.qt import Property, QObject, Signal, Slot
-from ui.viewmodels.base import ViewModel
-from ui.wording import iso_when
+from ui.viewmodels.choices import FieldChoiceViewModel
+from ui.wording import field_label, iso_when, value_in_words
 
 __all__ = ["ReviewClient", "ReviewViewModel"]
-
-_LABELS = {
-    "title": "Title",
-    "site": "Site",
-    "status": "Status",
-    "priority": "Priority",
-    "notes": "Notes",
-    "assignee": "Assignee",
-    "due_date": "Due date",
-    "deleted": "Deleted",
-}
 
 
 class ReviewClient(Protocol):
@@ -43,14 +32,6 @@ class ReviewClient(Protocol):
     async def dismiss_conflict(self, review_id: str) -> Reply: ...
 
 
-def _show(value: Any) -> str:
-    if value is None or value == "":
-        return "(empty)"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
 def _title(conflict: dict[str, Any]) -> str:
     mine, server = conflict.get("mine") or {}, conflict.get("server") or {}
     return str(mine.get("title") or server.get("title") or conflict.get("entity_id", "")[:8])
@@ -60,7 +41,7 @@ def _newest_first(conflicts: list[dict[str, Any]], key: str) -> list[dict[str, A
     return sorted(conflicts, key=lambda c: (c.get(key) or "", c.get("id", 0)), reverse=True)
 
 
-class ReviewViewModel(ViewModel):
+class ReviewViewModel(FieldChoiceViewModel[dict[str, Any]]):
     """Open review conflicts from every device, the one being decided, and past decisions.
 
     Signals:
@@ -79,8 +60,6 @@ class ReviewViewModel(ViewModel):
         self._error = ""
         self._open: list[dict[str, Any]] = []
         self._decided: list[dict[str, Any]] = []
-        self._current: dict[str, Any] | None = None
-        self._choices: dict[str, str] = {}
 
     def set_client(self, client: ReviewClient | None) -> None:
         """A new sign-in: forget what the previous token was allowed to see."""
@@ -191,15 +170,11 @@ class ReviewViewModel(ViewModel):
 
     @Slot(int)
     def openReview(self, review_id: int) -> None:
-        self._current = next((c for c in self._open if c["id"] == review_id), None)
-        self._choices = {}
-        self.changed.emit()
+        self._show_case(next((c for c in self._open if c["id"] == review_id), None))
 
     @Slot()
     def close(self) -> None:
-        self._current = None
-        self._choices = {}
-        self.changed.emit()
+        self._show_case(None)
 
     @Property(bool, notify=changed)
     def hasCurrent(self) -> bool:
@@ -227,7 +202,11 @@ class ReviewViewModel(ViewModel):
     def _overlapping(self) -> list[str]:
         c = self._current or {}
         mine, server = c.get("mine") or {}, c.get("server") or {}
-        return [name for name, value in mine.items() if _show(value) != _show(server.get(name))]
+        return [
+            name
+            for name, value in mine.items()
+            if value_in_words(value) != value_in_words(server.get(name))
+        ]
 
     @Property(list, notify=changed)
     def fields(self) -> list[dict[str, Any]]:
@@ -239,39 +218,32 @@ class ReviewViewModel(ViewModel):
         return [
             {
                 "name": name,
-                "label": _LABELS.get(name, name),
-                "mine": _show(value),
-                "server": _show(server.get(name)),
+                "label": field_label(name),
+                "mine": value_in_words(value),
+                "server": value_in_words(server.get(name)),
                 "needsChoice": name in differing,
                 "stateText": "Differs — choose" if name in differing else "Same on both sides",
-                "choice": self._choices.get(name, ""),
+                "choice": self._choices.side(name),
             }
             for name, value in mine.items()
         ]
 
     @Property(int, notify=changed)
     def unresolvedCount(self) -> int:
-        return sum(1 for name in self._overlapping() if name not in self._choices)
+        return self._choices.unresolved(self._overlapping())
 
     @Property(bool, notify=changed)
     def canResolve(self) -> bool:
         return self._current is not None and self.unresolvedCount == 0
 
-    @Slot(str, str)
-    def choose(self, field: str, side: str) -> None:
-        if side not in ("mine", "theirs"):
-            raise ValueError(f"side must be mine or theirs, not {side!r}")
-        self._choices[field] = side
-        self.changed.emit()
-
     @Slot()
     def keepAllMine(self) -> None:
-        self._choices = dict.fromkeys(self._overlapping(), "mine")
+        self._choices.choose_all(self._overlapping(), "mine")
         self.changed.emit()
 
     @Slot()
     def takeAllTheirs(self) -> None:
-        self._choices = dict.fromkeys(self._overlapping(), "theirs")
+        self._choices.choose_all(self._overlapping(), "theirs")
         self.changed.emit()
 
     @Slot()
@@ -283,7 +255,8 @@ class ReviewViewModel(ViewModel):
             self.message.emit(f"Choose a side for {self.unresolvedCount} more field(s).")
             return
         mine = c.get("mine") or {}
-        kept = {name: mine[name] for name, side in self._choices.items() if side == "mine"}
+        chosen = self._choices.as_dict()
+        kept = {name: mine[name] for name, side in chosen.items() if side == "mine"}
         if not kept:
             self._tasks.start(self._decide(c, None), "review-dismiss")
             return
@@ -316,7 +289,7 @@ class ReviewViewModel(ViewModel):
                 else "Resolved: the merged work order is on the server."
             )
             self._current = None
-            self._choices = {}
+            self._choices.clear()
         elif verdict.code is Reason.ALREADY_DECIDED:
             self.message.emit("Someone else already decided this conflict.")
             self._current = None
