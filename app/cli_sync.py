@@ -33,6 +33,7 @@ from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from app.sync.engine import SyncConfig, SyncEngine
 from app.sync.errors import SyncError
+from app.sync.sync_now import SyncProblem, SyncReport, report_in_words
 from app.sync.transport import ServerClient
 
 __all__ = ["add_parsers"]
@@ -112,12 +113,15 @@ def _no_worker_running(store: Store) -> None:
 
 @command("sync")
 def cmd_sync(args: argparse.Namespace) -> int:
+    """Without --until-idle, one "Sync now" as the app's button does it, said in its words;
+    with it, deliver and reconcile until nothing can move without a person."""
     with open_store(args) as store:
         _no_worker_running(store)
         engine = make_engine(args, store)
-        limit = args.timeout if args.until_idle else (args.timeout or 60.0)
+        if not args.until_idle:
+            return _sync_now(engine, args.timeout or 60.0)
         try:
-            idle = asyncio.run(engine.run_until_idle(limit))
+            idle = asyncio.run(engine.run_until_idle(args.timeout))
         except WorkerLockHeldError as exc:
             raise UsageError(str(exc)) from None
         depth = store.stats()["queue_depth"]
@@ -131,6 +135,44 @@ def cmd_sync(args: argparse.Namespace) -> int:
         return 1
     print(f"idle: {summary or 'nothing queued'}")
     return 0
+
+
+def _sync_now(engine: SyncEngine, limit_s: float) -> int:
+    try:
+        report = asyncio.run(_one_pass(engine, limit_s))
+    except WorkerLockHeldError as exc:
+        raise UsageError(str(exc)) from None
+    if report is None:
+        why = f": {engine.last_error}" if engine.last_error else ""
+        print(f"fieldsync: not synced before the timeout{why}", file=sys.stderr)
+        return 1
+    if report.problem is None:
+        print(report_in_words(report))
+        return 0
+    words = report_in_words(report)
+    if report.problem is SyncProblem.STOPPED:
+        words = "Not synced: the sync engine stopped."
+    detail = f" ({report.detail})" if report.detail else ""
+    print(f"fieldsync: {words}{detail}", file=sys.stderr)
+    return 3 if report.problem is SyncProblem.SIGNED_OUT else 1
+
+
+async def _one_pass(engine: SyncEngine, limit_s: float) -> SyncReport | None:
+    """Flush, pull and revalidate once (None: not done within ``limit_s``), then stop."""
+    runner = asyncio.create_task(engine.run())
+    try:
+        async with asyncio.timeout(limit_s):
+            return await engine.sync_now()
+    except TimeoutError:
+        return None
+    finally:
+        await engine.stop()
+        if runner.done():
+            runner.result()  # the lock held by another worker, a storage error: say it
+        else:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
 
 
 @command("worker")
@@ -324,7 +366,9 @@ def _body(reply: Any, token: str) -> str:
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("login", help="store this device's token in the system keyring")
-    p = sub.add_parser("sync", help="deliver queued edits and pull server changes")
+    p = sub.add_parser(
+        "sync", help='deliver queued edits and pull server changes once: "3 sent, 12 received"'
+    )
     p.add_argument("--until-idle", action="store_true", help="wait until nothing is pending")
     p.add_argument("--timeout", type=positive_float, default=None, help="give up after S seconds")
     p.add_argument("--batch-size", type=bounded_int(1, 500), default=100)

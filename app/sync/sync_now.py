@@ -3,7 +3,8 @@
 A person (the status bar's button, `fieldsync sync`) asks; the engine's loop runs one pass,
 flush, then pull, then revalidate, for everyone who asked before it began, and answers each
 with the same report: what was sent and received, or why not. Asking during a pass waits for
-the next one, so a report never covers less than what was asked.
+the next one, so a report never covers less than what was asked. `report_in_words` says it the
+same way in the app's toast and on the command line.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from app.sync.puller import Puller
     from app.sync.status import SyncStatus
 
-__all__ = ["SyncProblem", "SyncReport", "SyncRequests", "sync_pass"]
+__all__ = ["SyncProblem", "SyncReport", "SyncRequests", "report_in_words", "sync_pass"]
 
 
 class SyncProblem(StrEnum):
@@ -49,6 +50,30 @@ class SyncReport:
     conflicts: int = 0
     problem: SyncProblem | None = None
     detail: str = ""
+
+
+#: Why a sync did not get through, in words.
+_NOT_SYNCED = {
+    SyncProblem.OFFLINE: "Not synced: this device is offline.",
+    SyncProblem.UNREACHABLE: "Not synced: the server is unreachable.",
+    SyncProblem.SIGNED_OUT: "Not synced: signed out. Sign in to sync.",
+    SyncProblem.PAUSED: "Not synced: paused on a metered connection (see Settings).",
+    SyncProblem.SERVER_BUSY: "Not synced: the server is busy. It will be tried again shortly.",
+    SyncProblem.STORAGE: "Not synced: this device's storage is not usable right now.",
+    SyncProblem.STOPPED: "Sync is not running in this window.",
+}
+
+
+def report_in_words(report: SyncReport) -> str:
+    """What a sync did: "3 sent, 12 received" (", 1 failed, 2 in conflict"), or why not."""
+    if report.problem:
+        return _NOT_SYNCED.get(report.problem, f"Not synced: {report.problem}.")
+    words = f"{report.sent:,} sent, {report.received:,} received"
+    if report.failed:
+        words += f", {report.failed:,} failed"
+    if report.conflicts:
+        words += f", {report.conflicts:,} in conflict"
+    return words
 
 
 class SyncRequests:

@@ -9,7 +9,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from server.embedded import provision_device
 from tests.e2e.conftest import cli_env, fieldsync_command, run_cli
+from tests.support.api import ServerApi
 from tests.support.serve import ServerProcess
 from tests.sync.sync_support import closed_port_url
 
@@ -52,6 +54,57 @@ def test_sync_until_idle_exits_zero_once_delivered(
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "idle: done 1"
     assert device_token not in result.stdout + result.stderr
+
+
+def test_sync_says_what_it_sent_and_received_as_the_app_does(
+    tmp_path: Path, server_db: str, server_process: ServerProcess, device_token: str
+) -> None:
+    office = ServerApi(server_process.base_url, provision_device(server_db, "office"))
+    try:
+        office.create(title="Fence")
+        office.create(title="Gate")
+    finally:
+        office.close()
+    data_dir = tmp_path / "device"
+    for title in ("Pump", "Valve", "Hose"):
+        assert run_cli(data_dir, "create", f"title={title}").returncode == 0
+    url = server_process.base_url
+    first = run_cli(data_dir, "--server", url, "sync", token=device_token)
+    assert first.returncode == 0, first.stderr
+    # Its own three come back in the feed too; only the office's two are news here.
+    assert first.stdout.strip() == "3 sent, 2 received"
+    listed = run_cli(data_dir, "list", "--json", token=device_token)
+    assert sorted(row["title"] for row in json.loads(listed.stdout)) == [
+        "Fence", "Gate", "Hose", "Pump", "Valve",
+    ]  # fmt: skip
+    again = run_cli(data_dir, "--server", url, "sync", token=device_token)
+    assert (again.returncode, again.stdout.strip()) == (0, "0 sent, 0 received")
+
+
+def test_sync_with_the_server_down_says_why_and_keeps_the_edit(tmp_path: Path) -> None:
+    data_dir = tmp_path / "device"
+    assert run_cli(data_dir, "create", "title=Pump").returncode == 0
+    result = run_cli(
+        data_dir, "--server", closed_port_url(), "sync", "--timeout", "20", token="service-token"
+    )
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("fieldsync: Not synced: the server is unreachable.")
+    assert result.stdout == ""
+    pending = json.loads(run_cli(data_dir, "list", "--json").stdout)
+    assert [(row["title"], row["pending_edits"]) for row in pending] == [("Pump", 1)]
+
+
+def test_sync_with_a_refused_token_says_sign_in(
+    tmp_path: Path, server_process: ServerProcess
+) -> None:
+    data_dir = tmp_path / "device"
+    result = run_cli(
+        data_dir, "--server", server_process.base_url, "sync", token="not-a-device-token"
+    )
+    assert result.returncode == 3
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("fieldsync: Not synced: signed out. Sign in to sync.")
 
 
 # -- what a review of the command line found -----------------------------------------------

@@ -12,36 +12,14 @@ from typing import Any
 from app.store.deadletters import last_synced_at
 from app.store.stats import outstanding_depth
 from app.store.store import Store
+from app.sync.sync_now import report_in_words
 from ui.bridge import from_number
 from ui.qt import Property, QObject, Signal, Slot, connect
-from ui.services import Services, SyncReport
+from ui.services import Services
 from ui.viewmodels.base import ViewModel
 from ui.wording import CONNECTIVITY_WORDS, ago, last_synced, number
 
 __all__ = ["StatusBarViewModel", "report_in_words"]
-
-#: Why "Sync now" could not sync, in words (the engine's `SyncReport.problem`).
-_NOT_SYNCED = {
-    "offline": "Not synced: this device is offline.",
-    "unreachable": "Not synced: the server is unreachable.",
-    "signed_out": "Not synced: signed out. Sign in to sync.",
-    "paused": "Not synced: paused on a metered connection (see Settings).",
-    "server_busy": "Not synced: the server is busy. It will be tried again shortly.",
-    "storage": "Not synced: this device's storage is not usable right now.",
-    "stopped": "Sync is not running in this window.",
-}
-
-
-def report_in_words(report: SyncReport) -> str:
-    """The toast of "Sync now": "3 sent, 12 received", or why not."""
-    if report.problem:
-        return _NOT_SYNCED.get(str(report.problem), f"Not synced: {report.problem}.")
-    words = f"{number(report.sent)} sent, {number(report.received)} received"
-    if report.failed:
-        words += f", {number(report.failed)} failed"
-    if report.conflicts:
-        words += f", {number(report.conflicts)} in conflict"
-    return words
 
 
 def _read_status(store: Store) -> tuple[dict[str, Any], float | None]:
