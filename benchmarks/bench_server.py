@@ -48,13 +48,21 @@ class ServerProcess:
     def add_device(self, name: str) -> str:
         return provision_device(self.db_url, name)
 
-    def start(self, timeout: float = 30.0) -> ServerProcess:
-        command = [
+    def command(self) -> list[str]:
+        """The server's argv (a subclass runs another program serving the same API)."""
+        return [
             *_server_command(), "serve", "--db", self.db_url, "--host", "127.0.0.1",
             "--port", str(self.port), "--log-level", "warning", "--rate-limit-per-second", "0",
         ]  # fmt: skip
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "start() first"
+        return self._process.pid
+
+    def start(self, timeout: float = 30.0) -> ServerProcess:
         with self.log_path.open("wb") as log:
-            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            self._process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
