@@ -16,6 +16,7 @@ from typing import Any
 from app.credentials import CredentialsError
 from app.store.db import default_data_dir
 from app.store.errors import InvalidEditError, StoreError
+from app.store.scope import LIST_SCOPES, NO_LONGER_ASSIGNED
 from app.store.store import Store
 from app.sync.errors import SyncError
 
@@ -152,13 +153,16 @@ def cmd_delete(args: argparse.Namespace) -> int:
 @command("list")
 def cmd_list(args: argparse.Namespace) -> int:
     with open_store(args) as store:
-        rows = store.cache.query(search=args.search, status=args.status, limit=args.limit)
+        rows = store.cache.query(
+            search=args.search, status=args.status, limit=args.limit, scope=args.scope
+        )
     if args.json:
         print_json(rows)
         return 0
     for row in rows:
         badge = "synced" if row["pending_edits"] == 0 else f"pending ({row['pending_edits']})"
-        print(f"{row['id']}  {row['status']:<11} {badge:<12} {row['title']}")
+        left = f"  ({NO_LONGER_ASSIGNED})" if row["no_longer_assigned"] else ""
+        print(f"{row['id']}  {row['status']:<11} {badge:<12} {row['title']}{left}")
     return 0
 
 
@@ -246,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--search", default="")
     p.add_argument("--status")
     p.add_argument("--limit", type=bounded_int(1, 1_000_000), default=1000)
+    p.add_argument(
+        "--scope", choices=LIST_SCOPES, default="all", help="mine, my team's, or pinned only"
+    )
 
     p = sub.add_parser("show", help="one work order from the local cache")
     p.add_argument("id")
@@ -255,9 +262,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--json", action="store_true")
 
-    from app import cli_sync  # registers its commands; imports this module
+    from app import cli_scope, cli_sync  # register their commands; import this module
 
     cli_sync.add_parsers(sub)
+    cli_scope.add_parsers(sub)
     return parser
 
 

@@ -21,6 +21,7 @@ from app.records import EDITABLE_FIELDS
 from app.store.db import connection
 from app.store.errors import storage_errors
 from app.store.jobs import entities_with_open_jobs
+from app.store.scope import ListScope, read_identity, scope_filter
 
 __all__ = ["SYNC_COLUMNS", "WorkOrderCache"]
 
@@ -33,7 +34,15 @@ SYNC_COLUMNS = (
     "local_updated_at",
     "last_synced_at",
 )
-_COLUMNS = ("id", *EDITABLE_FIELDS, *SYNC_COLUMNS)
+# WORKAROUND: until the record schema (app/records.py) names `team`, the column (migration 6)
+# is read beside the editable fields; then it is one of them.
+_TEAM = () if "team" in EDITABLE_FIELDS else ("team",)
+#: The fields of a server record the cache shows (the editable ones).
+_VISIBLE = (*EDITABLE_FIELDS, *_TEAM)
+#: What the device knows of the scope: pinned (as the server said, or as asked here), and
+#: when the work order left the scope with edits unsent ("No longer assigned to you").
+SCOPE_COLUMNS = ("pinned", "left_scope_at")
+_COLUMNS = ("id", *_VISIBLE, *SYNC_COLUMNS, *SCOPE_COLUMNS)
 _SELECT = (
     f"SELECT {', '.join('w.' + c for c in _COLUMNS)}, "
     "(SELECT COUNT(*) FROM jobs AS j WHERE j.entity_key = w.id "
@@ -45,6 +54,10 @@ _SELECT = (
 def _row_to_dict(row: tuple[Any, ...]) -> dict[str, Any]:
     record = dict(zip((*_COLUMNS, "pending_edits"), row, strict=True))
     record["deleted"] = bool(record["deleted"])
+    record["pinned"] = bool(record["pinned"])
+    # Every row of the cache is available offline; a search result says so when it is one.
+    record["available_offline"] = True
+    record["no_longer_assigned"] = record["left_scope_at"] is not None
     return record
 
 
@@ -99,17 +112,25 @@ class WorkOrderCache:
         include_deleted: bool = False,
         limit: int = 200,
         offset: int = 0,
+        scope: ListScope = "all",
     ) -> list[dict[str, Any]]:
-        where, params = self._filters(search, status, include_deleted)
+        """Cached work orders by title; ``scope`` is the list's filter ("Mine", "My team",
+        "Pinned": `app.store.scope.scope_filter`)."""
+        where, params = self._filters(search, status, include_deleted, scope)
         sql = f"{_SELECT}{where} ORDER BY w.title COLLATE NOCASE, w.id LIMIT ? OFFSET ?"
         with storage_errors(self.path):
             rows = connection(self.db).execute(sql, (*params, limit, offset)).fetchall()
         return [_row_to_dict(row) for row in rows]
 
     def count(
-        self, *, search: str = "", status: str | None = None, include_deleted: bool = False
+        self,
+        *,
+        search: str = "",
+        status: str | None = None,
+        include_deleted: bool = False,
+        scope: ListScope = "all",
     ) -> int:
-        where, params = self._filters(search, status, include_deleted)
+        where, params = self._filters(search, status, include_deleted, scope)
         with storage_errors(self.path):
             row = (
                 connection(self.db)
@@ -118,12 +139,15 @@ class WorkOrderCache:
             )
         return int(row[0])
 
-    @staticmethod
     def _filters(
-        search: str, status: str | None, include_deleted: bool
+        self, search: str, status: str | None, include_deleted: bool, scope: ListScope = "all"
     ) -> tuple[str, tuple[Any, ...]]:
         clauses: list[str] = []
         params: list[Any] = []
+        if scope != "all":
+            clause, values = scope_filter(scope, read_identity(self))
+            clauses.append(clause)
+            params.extend(values)
         if not include_deleted:
             clauses.append("w.deleted = 0")
         if status:
@@ -166,7 +190,7 @@ class WorkOrderCache:
             if not queued:
                 conn.execute("DELETE FROM work_orders WHERE id = ?", (entity_id,))
             return  # a create still queued holds the fields already
-        visible = dict(zip(EDITABLE_FIELDS, _visible_values(orjson.loads(row[0])), strict=True))
+        visible = dict(zip(_VISIBLE, _visible_values(orjson.loads(row[0])), strict=True))
         for payload in queued:
             visible.update(intended_fields(payload))
         self.apply_local(entity_id, visible, now)
@@ -232,8 +256,8 @@ def apply_server_records(
 
 
 def _visible_values(record: dict[str, Any]) -> list[Any]:
-    """A server record's editable fields as the cache stores them, in EDITABLE_FIELDS order."""
-    values = [record.get(name) for name in EDITABLE_FIELDS]
+    """A server record's editable fields as the cache stores them, in ``_VISIBLE`` order."""
+    values = [record.get(name) for name in _VISIBLE]
     values[_DELETED] = bool(values[_DELETED])
     for index in _CLEARABLE:
         values[index] = values[index] or ""
@@ -252,12 +276,20 @@ def _server_row(record: dict[str, Any], now: float, etag: str | None = None) -> 
         record.get("updated_at"),
         record.get("updated_by"),
         now,
+        _pinned(record),
         now,
     )
 
 
+def _pinned(record: dict[str, Any]) -> int | None:
+    """The server's word on a pin (1 or 0), or None where its record does not say: a reply
+    to a mutation may not, and must not unpin."""
+    pinned = record.get("pinned")
+    return None if pinned is None else int(bool(pinned))
+
+
 _DELETED = EDITABLE_FIELDS.index("deleted")
-_CLEARABLE = tuple(EDITABLE_FIELDS.index(name) for name in ("site", "notes", "assignee"))
+_CLEARABLE = tuple(_VISIBLE.index(name) for name in ("site", "notes", "assignee", "team"))
 
 
 # One prepared statement per case (SQLite caches them): insert the record if the device has
@@ -270,15 +302,19 @@ _SERVER_COLUMNS = (
     "server_updated_at",
     "server_updated_by",
     "last_synced_at",
+    "pinned",
 )
 _UPSERT_HEAD = (
-    f"INSERT INTO work_orders (id, {', '.join(EDITABLE_FIELDS)}, {', '.join(_SERVER_COLUMNS)}, "
+    f"INSERT INTO work_orders (id, {', '.join(_VISIBLE)}, {', '.join(_SERVER_COLUMNS)}, "
     f"local_updated_at, origin) "
-    f"VALUES ({', '.join('?' for _ in range(2 + len(EDITABLE_FIELDS) + len(_SERVER_COLUMNS)))}, "
+    f"VALUES ({', '.join('?' for _ in range(2 + len(_VISIBLE) + len(_SERVER_COLUMNS)))}, "
     "'server') ON CONFLICT (id) DO UPDATE SET origin = 'server', "
-    + ", ".join(f"{name} = excluded.{name}" for name in _SERVER_COLUMNS)
+    + ", ".join(
+        f"{name} = COALESCE(excluded.{name}, {name})"
+        if name == "pinned"
+        else f"{name} = excluded.{name}"
+        for name in _SERVER_COLUMNS
+    )
 )
 _UPSERT_SERVER_STATE = _UPSERT_HEAD
-_UPSERT_SERVER_RECORD = _UPSERT_HEAD + "".join(
-    f", {name} = excluded.{name}" for name in EDITABLE_FIELDS
-)
+_UPSERT_SERVER_RECORD = _UPSERT_HEAD + "".join(f", {name} = excluded.{name}" for name in _VISIBLE)

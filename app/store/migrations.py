@@ -126,6 +126,38 @@ UPDATE attempts SET
   END
 """
 
+
+def _v6_scope(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
+    """Scoped sync (issue 16): a work order's ``team``; ``pinned`` as the server last said
+    (NULL: it did not say); ``left_scope_at``, when the server said the work order left this
+    device's scope while edits of it were still unsent (the "No longer assigned to you"
+    state, until they are delivered or discarded); and ``pin_requests``, pins asked for
+    while offline, sent before the next pull (the last request per work order wins).
+
+    Queued payloads are kept as they are: a create or an update without ``team`` is still a
+    valid mutation (the field is optional), so nothing queued before the upgrade changes.
+    """
+    for statement in _V6_STATEMENTS:
+        db.execute_sql(statement)
+
+
+_V6_STATEMENTS = (
+    # ADD COLUMN with a constant default rewrites no row: instant on a full cache.
+    "ALTER TABLE work_orders ADD COLUMN team TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE work_orders ADD COLUMN pinned INTEGER",
+    "ALTER TABLE work_orders ADD COLUMN left_scope_at REAL",
+    # Work orders kept only for their unsent edits: few, looked up after every delivery.
+    "CREATE INDEX work_orders_left_scope ON work_orders (id) WHERE left_scope_at IS NOT NULL",
+    """
+    CREATE TABLE pin_requests (
+        entity_id TEXT PRIMARY KEY,
+        pinned INTEGER NOT NULL CHECK (pinned IN (0, 1)),
+        requested_at REAL NOT NULL,
+        last_error TEXT
+    )
+    """,
+)
+
 #: (version, migration) in order. Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1_initial),
@@ -133,6 +165,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (3, _v3_open_jobs_by_finished_at),
     (4, _v4_review_problem),
     (5, _v5_attempt_reasons),
+    (6, _v6_scope),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

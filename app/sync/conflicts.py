@@ -17,6 +17,7 @@ from app.records import EDITABLE_FIELDS, printable
 from app.store.cache import apply_server_record
 from app.store.db import connection
 from app.store.errors import InvalidEditError, storage_errors
+from app.store.scope import remove_departed
 from app.store.store import Store
 from app.sync.give_up import give_up
 
@@ -178,7 +179,7 @@ class Conflicts:
             else:
                 payload = None
             if payload is None:
-                self.give_up(job_id)
+                give_up(self.store, job_id)  # the work order goes (if it left) at the end
                 apply_server_record(
                     conn,
                     {
@@ -203,6 +204,7 @@ class Conflicts:
                 {"outcome": outcome, "picks": picks},
                 audit={"outcome": outcome, "picks": picks, "final": final},
             )
+            remove_departed(conn)  # it left the scope and nothing of it is unsent now
         return outcome
 
     @staticmethod
@@ -270,8 +272,12 @@ class Conflicts:
 
     def give_up(self, job_id: int) -> dict[str, Any]:
         """Discard a dead or conflicted edit and settle the one queued after it, atomically
-        (the policy is `app.sync.give_up`)."""
-        return give_up(self.store, job_id)
+        (the policy is `app.sync.give_up`); a work order that left the scope goes with its
+        last unsent edit."""
+        with storage_errors(self.store.path), self.store.db.atomic():
+            entry = give_up(self.store, job_id)
+            remove_departed(connection(self.store.db))
+        return entry
 
     def escalation_refused(self, job_id: int, problem: str) -> None:
         """The server refused to open the review (4xx): the conflict is the person's again,
@@ -297,3 +303,4 @@ class Conflicts:
             give_up(self.store, job_id)
             apply_server_record(connection(self.store.db), record, self.store.clock())
             self.store.queue.record_resolution(job_id, None, {"outcome": f"admin {decision}"})
+            remove_departed(connection(self.store.db))

@@ -15,6 +15,7 @@ from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
 from app.store.db import WriteTransaction
 from app.store.queue import ClaimedJob, Outcome
+from app.store.scope import remove_departed
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from app.sync.errors import (
@@ -184,6 +185,8 @@ def apply_replies(
             _record_successes(store, conn, successes, report, now, duration_ms)
         if report.tally:
             queue.bump_many(sorted(report.tally.items()))
+        # A work order that left the scope goes once its last unsent edit is delivered.
+        remove_departed(conn)
     return report
 
 

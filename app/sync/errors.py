@@ -17,7 +17,7 @@ Every verdict carries a `ReplyKind` and a `Reason` code; the attempt row stores 
 UI words a failure from the code. Mutations are classified by `classify_status` (the table
 below, as documented in the README) and `classify_failure`; reads (the changes feed, a
 record) by `read_error`; an escalation's reply by `classify_escalation`, an admin's
-decision by `classify_decision`.
+decision by `classify_decision`, a pin's by `classify_pin`.
 
     =====================================  ============  ===============================
     outcome                                class         job becomes
@@ -59,6 +59,7 @@ __all__ = [
     "classify_decision",
     "classify_escalation",
     "classify_failure",
+    "classify_pin",
     "classify_reply",
     "classify_status",
     "from_httpx",
@@ -220,6 +221,14 @@ def classify_decision(status: int, error: str | None = None) -> Verdict:
         return Verdict(
             ReplyKind.CONFLICT, "the work order changed on the server", Reason.VERSION_CONFLICT
         )
+    return classify_status(status, error)
+
+
+def classify_pin(status: int, error: str | None = None) -> Verdict:
+    """The reply to a pin or an unpin (``POST``/``DELETE /v1/pins/{id}``): as a mutation's,
+    with 204 (nothing to say: already so) a success too."""
+    if status == 204:
+        return Verdict(ReplyKind.SUCCESS, "applied", Reason.APPLIED)
     return classify_status(status, error)
 
 

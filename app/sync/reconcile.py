@@ -11,7 +11,7 @@ closed with the server's record.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,10 +19,17 @@ from app.executor import StoreExecutor
 from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
 from app.store.db import WriteTransaction, connection
+from app.store.scope import (
+    apply_departures,
+    keep_requested_pins,
+    remove_departed,
+    returned_to_scope,
+)
 from app.store.settings import read_setting, write_setting
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from app.sync.errors import MalformedReplyError, read_error
+from app.sync.scope import ScopeSync, split_feed
 from app.sync.transport import Reply, ServerClient
 
 __all__ = ["SYNC_TOKEN_KEY", "ReconcileReport", "Reconciler", "read_setting", "write_setting"]
@@ -41,6 +48,9 @@ class ReconcileReport:
     received: int = 0
     revalidated: int = 0
     reviews_closed: int = 0
+    #: Work orders that left the scope (issue 16): removed, or kept for their unsent edits.
+    left_scope: int = 0
+    kept_unsent: int = 0
     duration_s: float = 0.0
 
 
@@ -54,17 +64,38 @@ def _check(reply: Reply, what: str) -> dict[str, Any]:
     return reply.body
 
 
+@dataclass(frozen=True)
+class PageApplied:
+    """What one page did: ids that took the server's values, how many records were kept for
+    local edits, how many were news (a version the device did not hold), and the work
+    orders that left the scope: removed, or kept for their unsent edits."""
+
+    changed: set[str]
+    kept_local: int
+    news: int
+    removed: set[str] = field(default_factory=set)
+    kept_unsent: set[str] = field(default_factory=set)
+
+
 def apply_page(
-    store: Store, records: list[dict[str, Any]], token: str
-) -> tuple[set[str], int, int]:
-    """Apply one page of server changes and advance the token, atomically. Returns the ids
-    that took the server's values, how many were kept for local edits, and how many were
-    news to the device (a version it did not hold)."""
+    store: Store,
+    records: list[dict[str, Any]],
+    token: str,
+    departures: Sequence[str] = (),
+) -> PageApplied:
+    """Apply one page of server changes and advance the token, atomically: records inside
+    the scope, and the ids that left it (`app.store.scope.apply_departures`)."""
+    now = store.clock()
+    ids = [str(record["id"]) for record in records]
     with WriteTransaction(store.db, store.path) as conn:
         news = _news(conn, records)
-        changed = apply_server_records(conn, records, store.clock())
+        changed = apply_server_records(conn, records, now)
+        returned_to_scope(conn, ids)
+        keep_requested_pins(conn, ids)
+        removed, kept = apply_departures(conn, departures, now)
+        removed |= remove_departed(conn)
         write_setting(store, SYNC_TOKEN_KEY, token)
-    return changed, len({str(record["id"]) for record in records} - changed), news
+    return PageApplied(changed, len(set(ids) - changed), news, removed, kept)
 
 
 def _news(conn: Any, records: list[dict[str, Any]]) -> int:
@@ -113,6 +144,7 @@ class Reconciler:
         self.executor = executor
         self.page_size = page_size
         self.conflicts = Conflicts(store)
+        self.scope = ScopeSync(store, client, executor)
 
     async def pull(
         self, report: ReconcileReport, on_page: Callable[[int], None] | None = None
@@ -125,19 +157,21 @@ class Reconciler:
             next_token = body.get("next")
             if not isinstance(changes, list) or next_token is None:
                 raise MalformedReplyError("changes feed reply lacks changes or next")
-            for record in changes:
-                problem = server_record_problem(record)
-                if problem is not None:
-                    # Not skipped: the page (and the token) wait until the server is fixed.
-                    raise MalformedReplyError(f"changes feed holds an unusable {problem}")
-            changed, kept, news = await self.executor.run(
-                apply_page, self.store, changes, str(next_token)
+            # An unusable entry is not skipped: the page (and the token) wait until the
+            # server is fixed.
+            records, departures = split_feed(changes)
+            page = await self.executor.run(
+                apply_page, self.store, records, str(next_token), departures
             )
             report.pages += 1
             report.changes += len(changes)
-            report.changed_ids |= changed
-            report.kept_local += kept
-            report.received += news
+            report.changed_ids |= page.changed | page.removed | page.kept_unsent
+            report.kept_local += page.kept_local
+            report.received += page.news
+            report.left_scope += len(departures)
+            report.kept_unsent += len(page.kept_unsent)
+            if departures:
+                self.scope.identity_stale()  # a new team, say: the list filters follow it
             if on_page is not None:
                 on_page(report.changes)
             token = str(next_token)
@@ -208,6 +242,7 @@ class Reconciler:
     ) -> ReconcileReport:
         started = time.monotonic()
         report = ReconcileReport()
+        await self.scope.before_pull()
         await self.pull(report, on_page)
         await self.close_reviews(report)
         await self.revalidate(priority_ids, report)

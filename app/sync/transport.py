@@ -224,6 +224,21 @@ class ServerClient:
         headers = {"If-None-Match": etag} if etag else None
         return await self._request("GET", f"/v1/records/{entity_id}", headers=headers)
 
+    async def me(self) -> Reply:
+        """Who this device is: ``{"device", "user", "team", "role"}`` (issue 16)."""
+        return await self._request("GET", "/v1/me")
+
+    async def search(self, query: str, limit: int, cursor: str | None = None) -> Reply:
+        """Work orders this device may read whose title, site or assignee match ``query``."""
+        params: dict[str, Any] = {"q": query, "limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return await self._request("GET", "/v1/records", params=params)
+
+    async def set_pin(self, entity_id: str, pinned: bool) -> Reply:
+        """Pin ("Keep offline") or unpin a work order; idempotent either way."""
+        return await self._request("POST" if pinned else "DELETE", f"/v1/pins/{entity_id}")
+
     async def raise_conflict(self, idempotency_key: str, body: dict[str, Any]) -> Reply:
         return await self._request(
             "POST", "/v1/conflicts", json_body=body, headers={"Idempotency-Key": idempotency_key}

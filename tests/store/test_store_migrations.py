@@ -16,7 +16,7 @@ from app.records import PAYLOAD_SCHEMA_VERSION
 from app.store import db as db_module
 from app.store import migrations
 from app.store.queue import Outcome
-from app.store.store import Store
+from app.store.store import TOPIC_WORK_ORDERS, Store
 
 OLD = PAYLOAD_SCHEMA_VERSION
 NEW = PAYLOAD_SCHEMA_VERSION + 1
@@ -97,10 +97,17 @@ def old_queue(data_dir: Path) -> dict[str, int]:
             "locked_until = ? WHERE id = ?",
             (time.time() + 60, ids["leased"]),
         )
-        ids["update"] = store.record_edit(
-            "update", _entity(store, ids["pending"]), {"site": "East"}
-        ).job_id
+        ids["update"] = old_update(store, _entity(store, ids["pending"]), {"site": "East"})
     return ids
+
+
+def old_update(store: Store, entity_id: str, fields: dict[str, Any]) -> int:
+    """An update as an old release saved it: its visible fields and its job. Today's
+    `record_edit` reads the cache's newest columns, which an old schema lacks."""
+    store.cache.apply_local(entity_id, fields, time.time())
+    return store.queue.enqueue(
+        TOPIC_WORK_ORDERS, {"op": "update", "fields": fields}, entity_id, base_version=None
+    )
 
 
 def _entity(store: Store, job_id: int) -> str:
@@ -200,7 +207,7 @@ def test_migration_3_keys_open_jobs_on_finished_at(
             "UPDATE jobs SET finished_at = updated_at WHERE status IN ('dead', 'conflict')"
         )
         dead_entity = _entity(store, ids["dead"])
-        behind_dead = store.record_edit("update", dead_entity, {"site": "West"}).job_id
+        behind_dead = old_update(store, dead_entity, {"site": "West"})
     monkeypatch.undo()
 
     with Store(data_dir) as store:
