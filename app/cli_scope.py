@@ -112,7 +112,11 @@ def cmd_whoami(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         identity = read_identity(store)
     if identity is None:
-        raise UsageError("the server has not said who this device is yet: run fieldsync sync")
+        print(
+            "fieldsync: the server has not said who this device is yet: fieldsync sync",
+            file=sys.stderr,
+        )
+        return 1
     if args.json:
         print_json(identity.to_json())
     else:
