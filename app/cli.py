@@ -262,10 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--json", action="store_true")
 
-    from app import cli_scope, cli_sync  # register their commands; import this module
+    from app import cli_attach, cli_scope, cli_sync  # register their commands; import this
 
     cli_sync.add_parsers(sub)
     cli_scope.add_parsers(sub)
+    cli_attach.add_parsers(sub)
     return parser
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.states import Connectivity, JobStatus
+from app.states import AttachmentState, Connectivity, JobStatus
 
 __all__ = [
     "AuthRequired",
@@ -28,6 +28,7 @@ __all__ = [
     "QueueChanged",
     "RecordsChanged",
     "SyncProgress",
+    "UploadProgress",
 ]
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,21 @@ class OpChanges:
     queue: bool = False
     conflicts: bool = False
     settings: bool = False
+    #: Attachments of ``entity_ids`` were added, removed or sent again.
+    attachments: bool = False
+
+
+@dataclass(frozen=True)
+class UploadProgress:
+    """An attachment's upload moved (a chunk went through) or ended (uploaded, failed): the
+    server holds ``offset`` of ``size`` bytes. ``reason`` says why it failed."""
+
+    attachment_id: str
+    entity_id: str
+    state: AttachmentState
+    offset: int
+    size: int
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +152,7 @@ Event = (
     | SyncProgress
     | AuthRequired
     | OpChanges
+    | UploadProgress
 )
 Subscriber = Callable[[Event], None]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["AttemptOutcome", "Connectivity", "JobStatus", "Reason", "ReplyKind"]
+__all__ = ["AttachmentState", "AttemptOutcome", "Connectivity", "JobStatus", "Reason", "ReplyKind"]
 
 
 class JobStatus(enum.StrEnum):
@@ -109,6 +109,12 @@ class Reason(enum.StrEnum):
     KEY_REUSED = "key_reused"
     NOT_FOUND = "not_found"
     TOO_LARGE = "too_large"
+    #: 415: the server does not take files of this content type (an attachment).
+    UNSUPPORTED_TYPE = "unsupported_type"
+    #: 460: an upload's bytes arrived damaged (tus checksum); sent again.
+    CHECKSUM_MISMATCH = "checksum_mismatch"
+    #: An attachment's bytes are no longer on this device.
+    FILE_MISSING = "file_missing"
     #: Any other 4xx (a 409 other than the two above included).
     REFUSED = "refused"
     #: An admin's decision on a review someone else already decided.
@@ -116,3 +122,19 @@ class Reason(enum.StrEnum):
     #: Out of attempts after transient failures.
     GAVE_UP = "gave_up"
     LEASE_EXPIRED = "lease_expired"
+
+
+class AttachmentState(enum.StrEnum):
+    """Where an attachment is on its way to the server, as ``fieldsync attachments`` and the
+    editor's strip show it (issue 15). Derived from its row and its upload job, never stored.
+
+    WAITING: nothing sent yet (behind edits, its work order's create, or the link); UPLOADING:
+    the server holds ``offset`` of its bytes; UPLOADED: the server confirmed the whole file (a
+    colleague's attachment is always this); FAILED: the server refused it (the reason is kept)
+    or it ran out of attempts; a person retries or removes it.
+    """
+
+    WAITING = "waiting"
+    UPLOADING = "uploading"
+    UPLOADED = "uploaded"
+    FAILED = "failed"

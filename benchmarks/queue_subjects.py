@@ -217,14 +217,18 @@ class RawSqlite(Subject):
         # One statement, its own write transaction, committed without an fsync (the lease is
         # not data; the ack's fsync covers it): as JobQueue.claim runs it.
         self.conn.execute("PRAGMA synchronous=NORMAL")
-        rows = self.conn.execute(CLAIM, (WORKER, now + 60.0, now, now, limit)).fetchall()
+        rows = self.conn.execute(
+            CLAIM, (WORKER, now + 60.0, now, now, TOPIC_WORK_ORDERS, limit)
+        ).fetchall()
         self.conn.execute("PRAGMA synchronous=FULL")
         return now, rows
 
     def claim_ack_full(self) -> None:
         now = time.time()
         self.conn.execute("BEGIN IMMEDIATE")
-        rows = self.conn.execute(CLAIM, (WORKER, now + 60.0, now, now, 1)).fetchall()
+        rows = self.conn.execute(
+            CLAIM, (WORKER, now + 60.0, now, now, TOPIC_WORK_ORDERS, 1)
+        ).fetchall()
         self.conn.execute("COMMIT")
         assert len(rows) == 1
         self._ack(now, rows)

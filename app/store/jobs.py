@@ -21,6 +21,8 @@ __all__ = [
     "PRIORITY_IMPORT",
     "PRIORITY_USER",
     "STALE",
+    "TOPIC_ATTACHMENTS",
+    "TOPIC_WORK_ORDERS",
     "ClaimedJob",
     "Clock",
     "ConflictHold",
@@ -35,6 +37,11 @@ __all__ = [
 PRIORITY_USER = 100
 PRIORITY_IMPORT = 10
 PRIORITY_BACKGROUND = 0
+
+#: What a job is for, and so who claims it: work order mutations (the delivery pipeline) and
+#: attachment uploads and removals (the uploader, `app.sync.uploader`).
+TOPIC_WORK_ORDERS = "work_orders"
+TOPIC_ATTACHMENTS = "attachments"
 
 Clock = Callable[[], float]
 

@@ -158,6 +158,42 @@ _V6_STATEMENTS = (
     """,
 )
 
+
+def _v7_attachments(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
+    """Photos and files on work orders (issue 15): one row per attachment, its bytes in the
+    data dir by sha256 (`app.attachments.files`), its upload a job of topic ``attachments``.
+
+    ``jobs.waits_for`` names the work order an upload waits for: held while that work order's
+    create is unacknowledged, yet not in its per-entity order, so a long upload never holds
+    back an edit. Queued edits are untouched (their ``waits_for`` is NULL).
+    """
+    apply_operations(migrator.add_column("jobs", "waits_for", pw.TextField(null=True)))
+    db.execute_sql(
+        """
+        CREATE TABLE attachments (
+            id TEXT PRIMARY KEY,
+            entity_id TEXT NOT NULL,
+            filename TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            size INTEGER NOT NULL CHECK (size >= 0),
+            sha256 TEXT NOT NULL,
+            mine INTEGER NOT NULL DEFAULT 1,
+            created_at REAL NOT NULL,
+            created_by TEXT,
+            upload_url TEXT,
+            upload_offset INTEGER NOT NULL DEFAULT 0,
+            confirmed_at REAL,
+            removed_at REAL,
+            stored INTEGER NOT NULL DEFAULT 0,
+            thumbnail_size INTEGER,
+            thumbnail_used_at REAL
+        )
+        """
+    )
+    db.execute_sql("CREATE INDEX attachments_entity ON attachments (entity_id, created_at)")
+    db.execute_sql("CREATE INDEX attachments_sha256 ON attachments (sha256)")
+
+
 #: (version, migration) in order. Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1_initial),
@@ -166,6 +202,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (4, _v4_review_problem),
     (5, _v5_attempt_reasons),
     (6, _v6_scope),
+    (7, _v7_attachments),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

@@ -59,6 +59,7 @@ from app.store.jobs import (
     PRIORITY_IMPORT,
     PRIORITY_USER,
     STALE,
+    TOPIC_WORK_ORDERS,
     ClaimedJob,
     Clock,
     Outcome,
@@ -74,6 +75,7 @@ from app.store.statements import (
     INSERT_ATTEMPT,
     INSERT_FIRST_JOB,
     INSERT_JOB,
+    INSERT_WAITING_JOB,
     REBASE_NEXT,
 )
 
@@ -125,6 +127,8 @@ class JobQueue(QueueSweeps, QueueHolds):
         base_version: int | None = None,
         correlation_id: str | None = None,
         new_entity: bool = False,
+        idempotency_key: str | None = None,
+        waits_for: str | None = None,
     ) -> int:
         """Add a job; inside an outer ``WriteTransaction`` it commits with the caller's change.
 
@@ -132,32 +136,39 @@ class JobQueue(QueueSweeps, QueueHolds):
         A job enqueued behind outstanding jobs for the same entity is *chained*: its base
         version is filled in by the acknowledgement of the job before it. ``new_entity``
         says the entity was created in this transaction with a fresh id, so it has no jobs.
+        ``idempotency_key`` is given when the caller fixed it already (an attachment's id);
+        ``waits_for`` names another entity whose open create holds this job back (an upload
+        waits for its work order to exist on the server, yet never blocks its edits).
         """
         now = self.clock()
         body = orjson.dumps(payload).decode()
+        params: tuple[Any, ...] = (
+            topic,
+            body,
+            PAYLOAD_SCHEMA_VERSION,
+            idempotency_key or new_idempotency_key(),
+            entity_key,
+            base_version,
+            priority,
+            now,
+            correlation_id or str(uuid.uuid4()),
+        )
+        if waits_for is not None:
+            statement, params = INSERT_WAITING_JOB, (*params, waits_for)
+        else:
+            statement = INSERT_FIRST_JOB if new_entity else INSERT_JOB
         with storage_errors(self.path):
-            cursor = connection(self.db).execute(
-                INSERT_FIRST_JOB if new_entity else INSERT_JOB,
-                (
-                    topic,
-                    body,
-                    PAYLOAD_SCHEMA_VERSION,
-                    new_idempotency_key(),
-                    entity_key,
-                    base_version,
-                    priority,
-                    now,
-                    correlation_id or str(uuid.uuid4()),
-                ),
-            )
+            cursor = connection(self.db).execute(statement, params)
             job_id = cursor.lastrowid
         assert job_id is not None
         return job_id
 
     # -- claim -------------------------------------------------------------------------------
 
-    def claim(self, worker_id: str, limit: int = 1) -> list[ClaimedJob]:
-        """Lease up to ``limit`` ready jobs to ``worker_id`` in one statement.
+    def claim(
+        self, worker_id: str, limit: int = 1, topic: str = TOPIC_WORK_ORDERS
+    ) -> list[ClaimedJob]:
+        """Lease up to ``limit`` ready jobs of ``topic`` to ``worker_id`` in one statement.
 
         Two processes on one database never hold the same job: the UPDATE is a single
         statement, so it is its own write transaction (it takes the write lock before it reads,
@@ -177,7 +188,7 @@ class JobQueue(QueueSweeps, QueueHolds):
             if relax:
                 conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                rows = conn.execute(CLAIM, (worker_id, until, now, now, limit)).fetchall()
+                rows = conn.execute(CLAIM, (worker_id, until, now, now, topic, limit)).fetchall()
             finally:
                 if relax:
                     conn.execute(f"PRAGMA synchronous={self._synchronous}")
@@ -318,6 +329,20 @@ class JobQueue(QueueSweeps, QueueHolds):
                 return STALE
             self._record_attempt(conn, job, AttemptOutcome(status.value), outcome, now)
         return status
+
+    def progress(self, job: ClaimedJob) -> bool:
+        """A step of a long job went through (an upload's chunk): back to pending, due at
+        once, its attempts counted from zero again (failures count from the last step that
+        moved). No attempt row: a step is not an outcome. False if the lease was lost."""
+        now = self.clock()
+        with WriteTransaction(self.db, self.path) as conn:
+            cursor = conn.execute(
+                "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
+                "attempt_count = 0, next_attempt_at = ?, last_error = NULL, updated_at = ? "
+                "WHERE id = ? AND status = 'leased' AND locked_until = ? AND locked_by = ?",
+                (now, now, job.id, job.locked_until, job.locked_by),
+            )
+        return cursor.rowcount == 1
 
     def release(self, jobs: Sequence[ClaimedJob]) -> int:
         """Give leases back unsent (graceful stop); the claim does not count as an attempt."""

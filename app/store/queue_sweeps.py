@@ -7,7 +7,7 @@ from app.states import AttemptOutcome, Reason
 from app.store.db import WriteTransaction, connection
 from app.store.errors import storage_errors
 from app.store.jobs import QueueParts
-from app.store.statements import INSERT_ATTEMPT
+from app.store.statements import INSERT_ATTEMPT, WAITS_FOR_CREATE, WAITS_FOR_HELD_CREATE
 
 __all__ = ["QueueSweeps"]
 
@@ -105,7 +105,8 @@ class QueueSweeps(QueueParts):
                 .execute(
                     "SELECT MIN(j.next_attempt_at) FROM jobs AS j WHERE j.status = 'pending' "
                     "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
-                    "AND e.id < j.id AND e.finished_at IS NULL)"
+                    "AND e.id < j.id AND e.finished_at IS NULL) "
+                    f"AND (j.waits_for IS NULL OR NOT {WAITS_FOR_CREATE})"
                 )
                 .fetchone()
             )
@@ -122,6 +123,7 @@ class QueueSweeps(QueueParts):
                 "SELECT COUNT(*) FROM jobs AS j WHERE j.status = 'pending' "
                 "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
                 # finished_at IS NULL is jobs_entity_open's condition: the index is usable.
-                "AND e.id < j.id AND e.finished_at IS NULL AND e.status IN ('conflict', 'dead'))"
+                "AND e.id < j.id AND e.finished_at IS NULL AND e.status IN ('conflict', 'dead')) "
+                f"AND (j.waits_for IS NULL OR NOT {WAITS_FOR_HELD_CREATE})"
             ).fetchone()
         return int(leased[0]) + int(pending[0])

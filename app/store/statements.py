@@ -7,7 +7,17 @@ of the partial index ``jobs_entity_open``: spelled any other way, SQLite scans e
 
 from __future__ import annotations
 
-__all__ = ["ACK_MANY", "CLAIM", "CLAIM_COLUMNS", "INSERT_ATTEMPT", "INSERT_FIRST_JOB", "INSERT_JOB"]
+__all__ = [
+    "ACK_MANY",
+    "CLAIM",
+    "CLAIM_COLUMNS",
+    "INSERT_ATTEMPT",
+    "INSERT_FIRST_JOB",
+    "INSERT_JOB",
+    "INSERT_WAITING_JOB",
+    "WAITS_FOR_CREATE",
+    "WAITS_FOR_HELD_CREATE",
+]
 
 CLAIM_COLUMNS = (
     "id, topic, payload, payload_version, idempotency_key, entity_key, base_version, "
@@ -35,15 +45,40 @@ INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, 
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 'pending', 0, ?8, ?9, ?8, ?8)
 """
 
+# A job that waits for another entity's create (an attachment's upload or removal, which
+# needs its work order on the server): INSERT_JOB with ``waits_for`` (?10, migration 7).
+INSERT_WAITING_JOB = """
+INSERT INTO jobs (topic, payload, payload_version, idempotency_key, entity_key, base_version,
+                  chained, priority, status, attempt_count, next_attempt_at, correlation_id,
+                  created_at, updated_at, waits_for)
+SELECT ?1, ?2, ?3, ?4, ?5, CASE WHEN prior.chained THEN NULL ELSE ?6 END, prior.chained,
+       ?7, 'pending', 0, ?8, ?9, ?8, ?8, ?10
+FROM (SELECT EXISTS (
+          SELECT 1 FROM jobs WHERE entity_key = ?5 AND finished_at IS NULL) AS chained) AS prior
+"""
+
+# A job that waits for another entity (an attachment's upload for its work order, migration 7)
+# is held while that entity's create is still open: the server would not know the work order.
+# Only the create: an edit of the work order, queued or failed, never holds an upload back.
+# ``{also}`` narrows which open creates hold it (by status).
+_WAITS_FOR = (
+    "EXISTS (SELECT 1 FROM jobs AS c WHERE c.entity_key = j.waits_for AND c.id < j.id "
+    "AND c.finished_at IS NULL AND json_extract(c.payload, '$.op') = 'create'{also})"
+)
+WAITS_FOR_CREATE = _WAITS_FOR.format(also="")
+WAITS_FOR_HELD_CREATE = _WAITS_FOR.format(also=" AND c.status IN ('conflict', 'dead')")
+
+# Each topic has its own consumer (the delivery pipeline, the uploader): a claim takes one.
 CLAIM = f"""
 UPDATE jobs SET status = 'leased', locked_by = ?, locked_until = ?,
        attempt_count = attempt_count + 1, updated_at = ?
 WHERE id IN (
     SELECT j.id FROM jobs AS j
-    WHERE j.status = 'pending' AND j.next_attempt_at <= ?
+    WHERE j.status = 'pending' AND j.next_attempt_at <= ? AND j.topic = ?
       AND NOT EXISTS (
           SELECT 1 FROM jobs AS e
           WHERE e.entity_key = j.entity_key AND e.id < j.id AND e.finished_at IS NULL)
+      AND (j.waits_for IS NULL OR NOT {WAITS_FOR_CREATE})
     ORDER BY j.priority DESC, j.id
     LIMIT ?)
 RETURNING {CLAIM_COLUMNS}

@@ -76,6 +76,20 @@ def _cache(conn: Any, now: float) -> dict[str, Any]:
     }
 
 
+def _uploads(conn: Any) -> dict[str, int]:
+    """Attachments of this device not yet confirmed by the server: waiting (or under way),
+    failed, and the bytes still to send."""
+    waiting, failed, remaining = conn.execute(
+        "SELECT COALESCE(SUM(j.status IS NULL OR j.status NOT IN ('dead', 'conflict')), 0), "
+        "COALESCE(SUM(j.status IN ('dead', 'conflict')), 0), "
+        "COALESCE(SUM(CASE WHEN j.status IS NULL OR j.status NOT IN ('dead', 'conflict') "
+        "THEN a.size - a.upload_offset END), 0) "
+        "FROM attachments AS a LEFT JOIN jobs AS j ON j.idempotency_key = a.id "
+        "WHERE a.mine = 1 AND a.confirmed_at IS NULL AND a.removed_at IS NULL"
+    ).fetchone()
+    return {"waiting": int(waiting), "failed": int(failed), "bytes_waiting": int(remaining)}
+
+
 def queue_stats(db: pw.SqliteDatabase, path: Path, now: float | None = None) -> dict[str, Any]:
     now = time.time() if now is None else now
     conn = connection(db)
@@ -99,6 +113,7 @@ def queue_stats(db: pw.SqliteDatabase, path: Path, now: float | None = None) -> 
     return {
         **_delivery(counters),
         "cache": _cache(conn, now),
+        "uploads": _uploads(conn),
         "queue_depth": depth,
         "oldest_pending_age_s": None if oldest is None else round(max(now - oldest, 0.0), 3),
         "attempt_histogram": histogram,

@@ -19,13 +19,11 @@ from app.records import ValidationError, format_validation_error
 from app.store.cache import WorkOrderCache
 from app.store.db import DB_FILENAME, WriteTransaction, open_database
 from app.store.errors import InvalidEditError, storage_errors
-from app.store.jobs import PRIORITY_IMPORT, PRIORITY_USER
+from app.store.jobs import PRIORITY_IMPORT, PRIORITY_USER, TOPIC_WORK_ORDERS
 from app.store.queue import JobQueue, QueueConfig
 from app.store.stats import queue_stats
 
 __all__ = ["TOPIC_WORK_ORDERS", "EditResult", "Store"]
-
-TOPIC_WORK_ORDERS = "work_orders"
 
 
 @dataclass(frozen=True)

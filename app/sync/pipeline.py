@@ -27,6 +27,7 @@ from app.events import (
 from app.states import JobStatus
 from app.store.db import connection
 from app.store.errors import StorageConditionError, storage_errors
+from app.store.jobs import TOPIC_WORK_ORDERS
 from app.store.queue import ClaimedJob
 from app.store.store import Store
 from app.sync.clock import Sleep
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 # order that waits for a person (conflict, dead) or for a later retry.
 _READY_COUNT = (
     "SELECT COUNT(*) FROM jobs AS j WHERE j.status = 'pending' AND j.next_attempt_at <= ? "
+    f"AND j.topic = '{TOPIC_WORK_ORDERS}' "
     "AND NOT EXISTS (SELECT 1 FROM jobs AS e WHERE e.entity_key = j.entity_key "
     "AND e.id < j.id AND e.finished_at IS NULL AND (e.status IN ('conflict', 'dead') "
     "OR (e.status = 'pending' AND e.next_attempt_at > ?)))"
