@@ -30,5 +30,8 @@ class SyncConfig:
     lock_retry_s: float = 30.0
     sync_on_metered: bool = True
     clock_skew_warn_s: float = 300.0
+    #: An upload's first chunk, and the most a chunk grows to on a fast link (`app.sync.tus`).
+    upload_chunk_bytes: int = 1 << 20
+    upload_chunk_max_bytes: int = 8 << 20
     transport: TransportConfig = field(default_factory=TransportConfig)
     connectivity: ConnectivityConfig = field(default_factory=ConnectivityConfig)

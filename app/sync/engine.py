@@ -42,6 +42,7 @@ from app.sync.reconcile import Reconciler
 from app.sync.status import SyncStatus
 from app.sync.sync_now import SyncProblem, SyncReport, SyncRequests, sync_pass
 from app.sync.transport import ServerClient
+from app.sync.uploader import Uploader
 
 __all__ = ["SyncConfig", "SyncEngine", "SyncProblem", "SyncReport"]
 
@@ -97,6 +98,7 @@ class SyncEngine:
             context, self.client, self.status, sleep=self.sleep, worker_id=self.worker_id
         )
         self.conflicts = self.pipeline.conflicts
+        self.uploader = Uploader(context, self.client, self.status, worker_id=self.worker_id)
         self.outbox = EscalationOutbox(self.conflicts, self.client, self.executor)
         self.reconciler = Reconciler(
             store, self.client, self.executor, page_size=config.pull_page_size
@@ -222,6 +224,7 @@ class SyncEngine:
             self.delivering = False
             self._requests.finish_all(SyncProblem.STOPPED, "sync stopped")
             await self.pipeline.release_in_flight()
+            await self.uploader.release_in_flight()
             self.lock.release()
             await self.client.aclose()
 
@@ -371,7 +374,9 @@ class SyncEngine:
         if self.puller.opened_ids:
             await self.puller.read_opened()
             return True
-        return False
+        # One chunk of an upload, only when no edit was ready: the loop comes back to the
+        # flush after each, so an edit waits for one chunk at most.
+        return await self.uploader.step()
 
     async def _until_next_due(self) -> float:
         next_at = await self.executor.run(self.store.queue.next_attempt_at)

@@ -168,6 +168,34 @@ class ServerClient:
             return
         self._on_clock_skew(server_time - time.time())
 
+    async def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        content: Any = None,
+    ) -> httpx.Response:
+        """A request whose reply is not JSON (the tus upload protocol): the bearer token is
+        added, httpx errors are translated; ``content`` may be an async byte iterator
+        (streamed, with its ``Content-Length`` given in ``headers``)."""
+        all_headers = {"Authorization": f"Bearer {self._token()}", **(headers or {})}
+        try:
+            response = await self._client.request(method, url, headers=all_headers, content=content)
+        except httpx.HTTPError as exc:
+            raise from_httpx(exc) from None
+        self._note_date(response.headers.get("date"))
+        return response
+
+    def same_server(self, url: str) -> str | None:
+        """``url`` (absolute or relative, a ``Location``) resolved on the server, or None
+        when it points elsewhere: the token is never sent to another host."""
+        base = httpx.URL(self.base_url + "/")
+        resolved = base.join(url)
+        if (resolved.scheme, resolved.host, resolved.port) != (base.scheme, base.host, base.port):
+            return None
+        return str(resolved)
+
     # -- endpoints ---------------------------------------------------------------------------
 
     async def healthz(self) -> bool:

@@ -1,0 +1,110 @@
+"""What the uploader reads and writes about one upload (blocking: on the store's executor).
+
+Each write is one transaction with the job's outcome, so an upload's stored URL and offset
+never disagree with its job: a chunk acknowledged by the server moves the offset and returns
+the job to the queue together, and the last one confirms the attachment and finishes the job.
+The queue (`JobQueue`) still writes every job row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.attachments.files import AttachmentFiles
+from app.states import JobStatus
+from app.store.db import WriteTransaction, connection
+from app.store.errors import storage_errors
+from app.store.jobs import ClaimedJob, Outcome, Stale
+from app.store.store import Store
+
+__all__ = ["UploadLedger", "UploadRow"]
+
+
+@dataclass(frozen=True)
+class UploadRow:
+    id: str
+    entity_id: str
+    filename: str
+    content_type: str
+    size: int
+    sha256: str
+    upload_url: str | None
+    offset: int
+    confirmed: bool
+    removed: bool
+    #: The bytes on this device (None: evicted or removed).
+    path: Path | None
+
+
+class UploadLedger:
+    def __init__(self, store: Store, files: AttachmentFiles | None = None) -> None:
+        self.store = store
+        self.files = files or AttachmentFiles(store.data_dir)
+
+    def load(self, attachment_id: str) -> UploadRow | None:
+        with storage_errors(self.store.path):
+            row = (
+                connection(self.store.db)
+                .execute(
+                    "SELECT id, entity_id, filename, content_type, size, sha256, upload_url, "
+                    "upload_offset, confirmed_at IS NOT NULL, removed_at IS NOT NULL, stored "
+                    "FROM attachments WHERE id = ?",
+                    (attachment_id,),
+                )
+                .fetchone()
+            )
+        if row is None:
+            return None
+        return UploadRow(
+            id=row[0],
+            entity_id=row[1],
+            filename=row[2],
+            content_type=row[3],
+            size=int(row[4]),
+            sha256=row[5],
+            upload_url=row[6],
+            offset=int(row[7]),
+            confirmed=bool(row[8]),
+            removed=bool(row[9]),
+            path=self.files.path_for(row[5]) if row[10] else None,
+        )
+
+    def moved(self, job: ClaimedJob, url: str | None, offset: int) -> bool:
+        """The server holds ``offset`` bytes at ``url`` (None: start again with a new
+        upload); the job goes back to the queue for its next step. False: lease lost."""
+        with WriteTransaction(self.store.db, self.store.path) as conn:
+            conn.execute(_SET_UPLOAD, (url, offset, job.payload["attachment_id"]))
+            return self.store.queue.progress(job)
+
+    def noted(self, attachment_id: str, url: str | None, offset: int) -> None:
+        """Keep what the server said about an upload that did not move on (a failure)."""
+        with WriteTransaction(self.store.db, self.store.path) as conn:
+            conn.execute(_SET_UPLOAD, (url, offset, attachment_id))
+
+    def confirmed(self, job: ClaimedJob, http_status: int | None) -> bool:
+        """The server holds the whole file and it matched its sha256: uploaded."""
+        now = self.store.clock()
+        with WriteTransaction(self.store.db, self.store.path) as conn:
+            conn.execute(
+                "UPDATE attachments SET upload_offset = size, "
+                "confirmed_at = COALESCE(confirmed_at, ?) WHERE id = ?",
+                (now, job.payload["attachment_id"]),
+            )
+            return self.store.queue.ack(job, Outcome(http_status=http_status))
+
+    def finished(self, job: ClaimedJob, http_status: int | None = None) -> bool:
+        """Nothing (more) to send: removed before it went, or the removal went through."""
+        return self.store.queue.ack(job, Outcome(http_status=http_status))
+
+    def failed(self, job: ClaimedJob, outcome: Outcome) -> JobStatus | Stale:
+        """The server refused it for good: a person retries or removes it."""
+        return self.store.queue.dead(job, outcome)
+
+    def retry(
+        self, job: ClaimedJob, outcome: Outcome, retry_after: float | None = None
+    ) -> JobStatus | Stale:
+        return self.store.queue.retry(job, outcome, retry_after=retry_after)
+
+
+_SET_UPLOAD = "UPDATE attachments SET upload_url = ?, upload_offset = ? WHERE id = ?"

@@ -1,0 +1,317 @@
+"""The uploader: attachments to the server by tus, one step per claim of the queue.
+
+An upload is a job of topic ``attachments`` in the same queue as edits (`JobQueue` writes
+it). The engine gives the uploader one step only when no edit is ready (`SyncEngine._step`),
+and a step sends at most one chunk, so an edit saved during a 100 MB upload waits for at most
+the chunk on the wire. A step is: create the upload (``POST``, keyed by the attachment id),
+or, when this process has not checked it yet, ask the server's offset (``HEAD``), then send
+one chunk from there (``PATCH`` with its sha256). The URL and offset are stored with the job's
+return to the queue, so a cut link, a restart or a SIGKILL resumes from what the server holds,
+re-sending at most one chunk. A removal is a job of the same attachment, after its upload.
+
+Build one inside the engine (`SyncEngine.uploader`), or standalone for a benchmark::
+
+    uploader = Uploader.standalone(store, SyncConfig(url), token=lambda: token)
+    while await uploader.step(): ...
+    await uploader.aclose()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable
+
+import httpx
+
+from app.attachments.files import AttachmentFiles
+from app.attachments.uploads import UploadLedger, UploadRow
+from app.events import EventBus, UploadProgress
+from app.executor import StoreExecutor
+from app.metrics import EngineMetrics
+from app.states import AttachmentState, Reason, ReplyKind
+from app.store.jobs import TOPIC_ATTACHMENTS, ClaimedJob, Outcome
+from app.store.store import Store
+from app.sync.config import SyncConfig
+from app.sync.connectivity import ConnectivityDetector
+from app.sync.context import EngineContext, EnginePart
+from app.sync.errors import AuthError, TransientError, classify_failure
+from app.sync.status import SyncStatus
+from app.sync.transport import ServerClient
+from app.sync.tus import (
+    ChunkSizer,
+    Next,
+    TusReply,
+    Verdict,
+    chunk_checksum,
+    classify,
+    create_upload,
+    delete_upload,
+    head_offset,
+    patch_chunk,
+)
+
+__all__ = ["Uploader"]
+
+log = logging.getLogger(__name__)
+
+#: 409s in a row on one upload before it backs off instead of asking HEAD again at once.
+_MAX_REHEADS = 3
+
+
+class Uploader(EnginePart):
+    def __init__(
+        self, context: EngineContext, client: ServerClient, status: SyncStatus, *, worker_id: str
+    ) -> None:
+        super().__init__(context)
+        self.client = client
+        self.status = status
+        self.worker_id = worker_id
+        self.files = AttachmentFiles(self.store.data_dir)
+        self.ledger = UploadLedger(self.store, self.files)
+        config = self.config()
+        self.chunks = ChunkSizer(config.upload_chunk_bytes, config.upload_chunk_max_bytes)
+        #: Uploads whose offset this process has from the server itself (HEAD or a reply).
+        self._known: set[str] = set()
+        self._reheads: dict[str, int] = {}
+        self.in_flight: ClaimedJob | None = None
+        #: Bytes sent in PATCH bodies since this uploader started (what a benchmark reads).
+        self.bytes_sent = 0
+        self._owns_executor = False
+
+    @classmethod
+    def standalone(
+        cls,
+        store: Store,
+        config: SyncConfig,
+        *,
+        token: Callable[[], str],
+        transport: httpx.AsyncBaseTransport | None = None,
+        events: EventBus | None = None,
+    ) -> Uploader:
+        """An uploader without an engine (benchmarks): its own executor, client, status."""
+        context = EngineContext(store, lambda: config, StoreExecutor(), events or EventBus(), time)
+        client = ServerClient(config.server_url, token, config.transport, transport=transport)
+        detector = ConnectivityDetector(config.connectivity, random.Random())
+        status = SyncStatus(
+            context, detector, server_url=config.server_url, metrics=EngineMetrics()
+        )
+        uploader = cls(context, client, status, worker_id=f"uploader-{id(context):x}")
+        uploader._owns_executor = True
+        return uploader
+
+    async def aclose(self) -> None:
+        """Close a standalone uploader's client and store thread (the engine closes its own)."""
+        await self.client.aclose()
+        if self._owns_executor:
+            await self.executor.run(self.store.db.close)
+            self.executor.shutdown()
+
+    # -- a step ------------------------------------------------------------------------------
+
+    async def step(self) -> bool:
+        """Claim one upload or removal and do one step of it (False: none was ready)."""
+        jobs = await self.executor.run(self.store.queue.claim, self.worker_id, 1, TOPIC_ATTACHMENTS)
+        if not jobs:
+            return False
+        job = self.in_flight = jobs[0]
+        # Cancelled (a stop past its grace), the lease stays in ``in_flight``: the engine's
+        # `release_in_flight` gives it back.
+        try:
+            await self._step(job)
+        except AuthError:
+            self.in_flight = None
+            await self.executor.run(self.store.queue.release, [job])
+            raise
+        except TransientError as exc:
+            self.chunks.failed()
+            self._known.discard(str(job.payload["attachment_id"]))
+            verdict = Verdict(Next.RETRY, str(exc), _code_of(exc))
+            await self._retry(job, verdict, exc.retry_after)
+            self.status.network_failure(str(exc))
+        self.in_flight = None
+        return True
+
+    async def release_in_flight(self) -> None:
+        if self.in_flight is not None:
+            job, self.in_flight = self.in_flight, None
+            await self.executor.run(self.store.queue.release, [job])
+
+    async def _step(self, job: ClaimedJob) -> None:
+        attachment_id = str(job.payload["attachment_id"])
+        row = await self.executor.run(self.ledger.load, attachment_id)
+        if job.payload.get("op") == "remove":
+            await self._remove(job, attachment_id, row)
+            return
+        if row is None or row.removed or row.confirmed:
+            await self.executor.run(self.ledger.finished, job)
+            return
+        if row.path is None or not row.path.exists():
+            words = "the file is no longer on this device"
+            await self._fail(job, row, Verdict(Next.FAIL, words, Reason.FILE_MISSING))
+            return
+        if row.upload_url is None:
+            await self._create(job, row)
+            return
+        offset = row.offset
+        if attachment_id not in self._known:
+            reply = await head_offset(self.client, row.upload_url)
+            if not await self._usable(job, row, reply, "head"):
+                return
+            assert reply.offset is not None
+            offset = reply.offset
+            self._known.add(attachment_id)
+            if offset >= row.size:
+                await self._confirmed(job, row, reply.status)
+                return
+        await self._patch(job, row, row.upload_url, offset)
+
+    async def _create(self, job: ClaimedJob, row: UploadRow) -> None:
+        reply = await create_upload(
+            self.client,
+            attachment_id=row.id,
+            entity_id=row.entity_id,
+            filename=row.filename,
+            content_type=row.content_type,
+            size=row.size,
+            sha256=row.sha256,
+        )
+        if not await self._usable(job, row, reply, "create"):
+            return
+        url = self.client.same_server(reply.location or "")
+        if not reply.location or url is None:
+            words = "the server did not say where to upload (or pointed to another host)"
+            await self._fail(job, row, Verdict(Next.FAIL, words, Reason.MALFORMED))
+            return
+        offset = reply.offset or 0
+        if reply.offset is not None:
+            self._known.add(row.id)  # the same attachment again: the server said its offset
+        if offset >= row.size:
+            await self._confirmed(job, row, reply.status)
+            return
+        await self.executor.run(self.ledger.moved, job, url, offset)
+        self._progress(row, AttachmentState.UPLOADING, offset)
+
+    async def _patch(self, job: ClaimedJob, row: UploadRow, url: str, offset: int) -> None:
+        assert row.path is not None
+        length = min(self.chunks.size, row.size - offset)
+        checksum = await asyncio.to_thread(chunk_checksum, row.path, offset, length)
+        started = self.clock.monotonic()
+        reply = await patch_chunk(self.client, url, row.path, offset, length, checksum)
+        self.bytes_sent += length
+        if not await self._usable(job, row, reply, "patch", offset=offset):
+            return
+        self.chunks.sent(length, self.clock.monotonic() - started)
+        self._reheads.pop(row.id, None)
+        new_offset = reply.offset if reply.offset is not None else offset + length
+        if new_offset >= row.size:
+            await self._confirmed(job, row, reply.status)
+            return
+        await self.executor.run(self.ledger.moved, job, url, new_offset)
+        self._progress(row, AttachmentState.UPLOADING, new_offset)
+
+    async def _remove(self, job: ClaimedJob, attachment_id: str, row: UploadRow | None) -> None:
+        if row is not None and row.upload_url is not None and not row.confirmed:
+            reply = await delete_upload(self.client, row.upload_url)
+            if not await self._settled(job, reply, "delete"):
+                return
+        reply_ = await self.client.send(
+            "DELETE",
+            f"/v1/attachments/{attachment_id}",
+            headers={"Idempotency-Key": job.idempotency_key},
+        )
+        status = reply_.status_code
+        if status in (200, 204, 404, 410):  # removed now, before, or never finished
+            await self.executor.run(self.ledger.finished, job, status)
+            return
+        await self._settled(job, TusReply(status, None, None, None, None), "delete")
+
+    async def _settled(self, job: ClaimedJob, reply: TusReply, step: str) -> bool:
+        """For a removal: True when it may go on (done, or gone already)."""
+        verdict = classify(reply.status, step, reply.error)
+        if verdict.next in (Next.GO_ON, Next.RESTART):
+            return True
+        if verdict.next is Next.SIGN_IN:
+            raise AuthError(verdict.reason)
+        outcome = _outcome(verdict, reply.status)
+        if verdict.next is Next.FAIL:
+            await self.executor.run(self.ledger.failed, job, outcome)
+        else:
+            await self.executor.run(self.ledger.retry, job, outcome, reply.retry_after)
+        return False
+
+    # -- replies -----------------------------------------------------------------------------
+
+    async def _usable(
+        self, job: ClaimedJob, row: UploadRow, reply: TusReply, step: str, offset: int = 0
+    ) -> bool:
+        """True when the reply lets the step go on; otherwise its outcome is recorded."""
+        verdict = classify(reply.status, step, reply.error)
+        self.status.server_answered(mutations_ok=verdict.next is not Next.FAIL)
+        if verdict.next is Next.GO_ON:
+            if step == "head" and reply.offset is None:
+                verdict = Verdict(Next.RETRY, "the server did not say its offset", Reason.MALFORMED)
+            else:
+                return True
+        if verdict.next is Next.SIGN_IN:
+            raise AuthError(verdict.reason)
+        self._known.discard(row.id)
+        if verdict.next is Next.HEAD:
+            reheads = self._reheads.get(row.id, 0) + 1
+            self._reheads[row.id] = reheads
+            if reheads <= _MAX_REHEADS:
+                # Our offset was stale (the reply of the last chunk was lost): ask and resume.
+                await self.executor.run(self.ledger.moved, job, row.upload_url, offset)
+                return False
+            verdict = Verdict(Next.RETRY, verdict.reason, verdict.code)
+        if verdict.next is Next.RESTART:
+            await self.executor.run(self.ledger.noted, row.id, None, 0)
+            verdict = Verdict(Next.RETRY, verdict.reason, verdict.code)
+        if verdict.next is Next.FAIL:
+            await self._fail(job, row, verdict, reply.status)
+        else:
+            self.chunks.failed()
+            await self._retry(job, verdict, reply.retry_after, reply.status)
+        return False
+
+    async def _confirmed(self, job: ClaimedJob, row: UploadRow, http_status: int) -> None:
+        await self.executor.run(self.ledger.confirmed, job, http_status)
+        self._known.discard(row.id)
+        self._progress(row, AttachmentState.UPLOADED, row.size)
+
+    async def _fail(
+        self, job: ClaimedJob, row: UploadRow, verdict: Verdict, http_status: int | None = None
+    ) -> None:
+        await self.executor.run(self.ledger.failed, job, _outcome(verdict, http_status))
+        self._progress(row, AttachmentState.FAILED, row.offset, verdict.reason)
+
+    async def _retry(
+        self,
+        job: ClaimedJob,
+        verdict: Verdict,
+        retry_after: float | None,
+        http_status: int | None = None,
+    ) -> None:
+        outcome = _outcome(verdict, http_status, ReplyKind.TRANSIENT)
+        status = await self.executor.run(self.ledger.retry, job, outcome, retry_after)
+        if status == "dead":
+            row = await self.executor.run(self.ledger.load, str(job.payload["attachment_id"]))
+            if row is not None:
+                self._progress(row, AttachmentState.FAILED, row.offset, verdict.reason)
+
+    def _progress(
+        self, row: UploadRow, state: AttachmentState, offset: int, reason: str | None = None
+    ) -> None:
+        self.events.publish(UploadProgress(row.id, row.entity_id, state, offset, row.size, reason))
+
+
+def _outcome(verdict: Verdict, http_status: int | None, kind: ReplyKind | None = None) -> Outcome:
+    if kind is None:
+        kind = ReplyKind.PERMANENT if verdict.next is Next.FAIL else ReplyKind.TRANSIENT
+    return Outcome(error=verdict.reason, http_status=http_status, kind=kind, code=verdict.code)
+
+
+def _code_of(exc: TransientError) -> Reason:
+    return classify_failure(exc).code
