@@ -141,6 +141,11 @@ class RequestRecord:
     #: Request-body bytes the proxy read from the client: what the client sent (a cut body
     #: counts what arrived before the cut), so resent bytes are a sum over these.
     body_bytes: int = 0
+    headers: tuple[tuple[str, str], ...] = ()  # the request's, lower-case names
+
+    def header(self, name: str) -> str | None:
+        wanted = name.lower()
+        return next((value for key, value in self.headers if key == wanted), None)
 
 
 Plan = Callable[[RequestInfo], Fault]
@@ -371,9 +376,19 @@ class FaultProxy:
                 head = await _read_head(reader)
                 if head is None:
                     break
-                fault, body, length = await self._plan_and_read(head, reader)
                 method, path = _request_line(head)
-                note = self._recorder(time.monotonic(), method, path, fault.kind, len(body))
+                pairs = _header_pairs(head)
+                try:
+                    fault, body, length = await self._plan_and_read(head, pairs, reader)
+                except _ClientGone as gone:
+                    # The client died or hung up mid-body (a killed device): what it had
+                    # sent is still recorded, as `client_gone`.
+                    note = self._recorder(
+                        time.monotonic(), method, path, "client_gone", gone.arrived, pairs
+                    )
+                    note(None)
+                    break
+                note = self._recorder(time.monotonic(), method, path, fault.kind, len(body), pairs)
                 try:
                     keep = await self._apply(fault, head, body, length, writer, note)
                 finally:
@@ -389,7 +404,7 @@ class FaultProxy:
                 await writer.wait_closed()
 
     async def _plan_and_read(
-        self, head: bytes, reader: asyncio.StreamReader
+        self, head: bytes, pairs: tuple[tuple[str, str], ...], reader: asyncio.StreamReader
     ) -> tuple[Fault, bytes, int]:
         """The plan's fault for this request, the body read from the client and the whole
         body's length. A body of known length is planned before it is read, so that a cut
@@ -402,19 +417,22 @@ class FaultProxy:
             index = self._index
             self._index += 1
         method, path = _request_line(head)
-        pairs = tuple(
-            (name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.items()
-        )
         fault = self.plan(RequestInfo(index, method, path, length, pairs))
         cut = fault.kind == "cut_body" and fault.after_bytes < length
         if not chunked:
-            body = await reader.readexactly(fault.after_bytes if cut else length)
+            body = await _read_exactly(reader, fault.after_bytes if cut else length)
         if not cut and fault.kind == "cut_body":
             fault = PASS  # nothing to cut: the whole body is shorter
         return fault, body, length
 
     def _recorder(
-        self, at: float, method: str, path: str, kind: str, body_bytes: int
+        self,
+        at: float,
+        method: str,
+        path: str,
+        kind: str,
+        body_bytes: int,
+        headers: tuple[tuple[str, str], ...],
     ) -> Callable[[int | None], None]:
         """Records a request once, before the client sees its outcome, so a test reading
         `records` right after its request returned always finds it."""
@@ -426,7 +444,7 @@ class FaultProxy:
                 noted = True
                 with self._lock:
                     self.records.append(
-                        RequestRecord(at, method, path, kind, upstream_status, body_bytes)
+                        RequestRecord(at, method, path, kind, upstream_status, body_bytes, headers)
                     )
 
         return note
@@ -563,6 +581,28 @@ async def _read_head(reader: asyncio.StreamReader) -> bytes | None:
     return head[:-2]  # keep the last header's CRLF, drop the blank line
 
 
+class _ClientGone(Exception):
+    """The client's connection ended (FIN or reset) before its body was whole."""
+
+    def __init__(self, arrived: int) -> None:
+        super().__init__(f"client gone after {arrived} body bytes")
+        self.arrived = arrived
+
+
+async def _read_exactly(reader: asyncio.StreamReader, length: int) -> bytes:
+    """`length` body bytes; `_ClientGone` (saying how many came) if the connection ends."""
+    body = bytearray()
+    try:
+        while len(body) < length:
+            block = await reader.read(min(length - len(body), 1 << 20))
+            if not block:
+                raise _ClientGone(len(body))
+            body += block
+    except (ConnectionError, OSError):
+        raise _ClientGone(len(body)) from None
+    return bytes(body)
+
+
 def _headers(head: bytes) -> dict[bytes, bytes]:
     found: dict[bytes, bytes] = {}
     for line in head.split(b"\r\n")[1:]:
@@ -597,6 +637,12 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, byte
     else:
         body = await reader.read()
     return code, _strip_hop_by_hop(head), body
+
+
+def _header_pairs(head: bytes) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (name.decode("latin-1"), value.decode("latin-1")) for name, value in _headers(head).items()
+    )
 
 
 def _request_line(head: bytes) -> tuple[str, str]:

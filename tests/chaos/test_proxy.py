@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import socketserver
 import threading
 import time
@@ -225,6 +226,7 @@ def test_cut_body_delivers_exactly_the_bytes_before_the_cut(
     assert seen[0].header("Content-Type") == "application/offset+octet-stream"
     assert seen[0].header("upload-length") is None
     records = proxy.snapshot()
+    assert records[0].header("upload-offset") == "4096"
     assert [(r.method, r.fault, r.body_bytes) for r in records] == [
         ("PATCH", "cut_body", 300_000),
         ("PUT", "pass", len(body)),
@@ -247,3 +249,20 @@ def test_cut_body_at_zero_sends_the_head_alone(
     assert proxy.snapshot()[0].body_bytes == 0
     with pytest.raises(ValueError, match="after_bytes"):
         faults.cut_body(-1)
+
+
+def test_a_client_gone_mid_body_is_recorded_with_what_it_sent(
+    counting: tuple[CountingUpstream, FaultProxy],
+) -> None:
+    upstream, proxy = counting
+    with socket.create_connection(("127.0.0.1", proxy.port)) as client:
+        client.sendall(
+            b"PATCH /v1/uploads/abc HTTP/1.1\r\nhost: x\r\nupload-offset: 8192\r\n"
+            b"content-length: 10000\r\n\r\n" + b"y" * 3000
+        )
+    _wait_for(lambda: len(proxy.snapshot()) == 1)
+    record = proxy.snapshot()[0]
+    assert (record.method, record.fault, record.body_bytes) == ("PATCH", "client_gone", 3000)
+    assert record.header("Upload-Offset") == "8192"
+    assert record.upstream_status is None
+    assert upstream.bodies == []  # nothing of an unfinished body is forwarded
