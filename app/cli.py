@@ -123,6 +123,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     age = stats["oldest_pending_age_s"]
     print(f"oldest pending: {'none' if age is None else f'{age:.0f} s'}")
     print(f"lease timeouts: {stats['lease_timeouts']}")
+    uploads = stats["uploads"]
+    print(
+        f"uploads: {uploads['waiting']} waiting ({uploads['bytes_waiting']} bytes), "
+        f"{uploads['failed']} failed"
+    )
     print(f"database: {stats['database_size_bytes']} bytes")
     return 0
 

@@ -26,7 +26,7 @@ _EVICTABLE = (
     "SELECT sha256, MAX(size), MAX(COALESCE(confirmed_at, removed_at, created_at)) AS kept_since "
     "FROM attachments WHERE stored = 1 GROUP BY sha256 "
     "HAVING SUM(mine = 1 AND confirmed_at IS NULL AND removed_at IS NULL) = 0 "
-    "ORDER BY kept_since, sha256"
+    "ORDER BY kept_since, MIN(created_at), sha256"
 )
 
 

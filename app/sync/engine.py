@@ -273,10 +273,12 @@ class SyncEngine:
         self.store.queue.expire_orphaned_leases()
         self.store.queue.reclaim_expired()
         self.store.queue.clamp_times()
+        self.uploader.sweep()
         self.status.load_last_sync()
 
     def _periodic_sweep(self, clock_moved: bool) -> None:
         self.store.queue.reclaim_expired()
+        self.uploader.sweep()
         if clock_moved:
             # Set back a day during a backoff, a job would wait a day: bound it again.
             self.store.queue.clamp_times()

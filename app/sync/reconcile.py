@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.attachments.feed import apply_feed_attachments, feed_attachment_problem
 from app.executor import StoreExecutor
 from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
@@ -82,14 +83,17 @@ def apply_page(
     records: list[dict[str, Any]],
     token: str,
     departures: Sequence[str] = (),
+    attachments: Sequence[dict[str, Any]] = (),
 ) -> PageApplied:
     """Apply one page of server changes and advance the token, atomically: records inside
-    the scope, and the ids that left it (`app.store.scope.apply_departures`)."""
+    the scope, the ids that left it (`app.store.scope.apply_departures`), and the page's
+    attachment changes (`app.attachments.feed`)."""
     now = store.clock()
     ids = [str(record["id"]) for record in records]
     with WriteTransaction(store.db, store.path) as conn:
         news = _news(conn, records)
         changed = apply_server_records(conn, records, now)
+        apply_feed_attachments(conn, records, attachments, now)
         returned_to_scope(conn, ids)
         keep_requested_pins(conn, ids)
         removed, kept = apply_departures(conn, departures, now)
@@ -113,6 +117,20 @@ def _news(conn: Any, records: list[dict[str, Any]]) -> int:
             ).fetchall()
         )
     return sum(1 for r in records if int(r["version"]) > held.get(str(r["id"]), 0))
+
+
+def _attachments_of(body: dict[str, Any], records: list[dict[str, Any]]) -> list[Any]:
+    """The page's attachment changes, each checked like the records they belong to."""
+    files = body.get("attachments", [])
+    lists = [files, *(record.get("attachments", []) for record in records)]
+    if not all(isinstance(items, list) for items in lists):
+        raise MalformedReplyError("changes feed holds attachments that are not a list")
+    for items in lists:
+        for item in items:
+            problem = feed_attachment_problem(item)
+            if problem is not None:
+                raise MalformedReplyError(f"changes feed holds an unusable {problem}")
+    return list(files)
 
 
 def _record_of(body: dict[str, Any] | None) -> Any:
@@ -160,8 +178,9 @@ class Reconciler:
             # An unusable entry is not skipped: the page (and the token) wait until the
             # server is fixed.
             records, departures = split_feed(changes)
+            files = _attachments_of(body, records)
             page = await self.executor.run(
-                apply_page, self.store, records, str(next_token), departures
+                apply_page, self.store, records, str(next_token), departures, files
             )
             report.pages += 1
             report.changes += len(changes)

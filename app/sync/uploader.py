@@ -23,10 +23,14 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
 from app.attachments.files import AttachmentFiles
+from app.attachments.model import AttachmentConfig
+from app.attachments.retention import Retention
+from app.attachments.thumbnails import Thumbnails
 from app.attachments.uploads import UploadLedger, UploadRow
 from app.events import EventBus, UploadProgress
 from app.executor import StoreExecutor
@@ -63,7 +67,13 @@ _MAX_REHEADS = 3
 
 class Uploader(EnginePart):
     def __init__(
-        self, context: EngineContext, client: ServerClient, status: SyncStatus, *, worker_id: str
+        self,
+        context: EngineContext,
+        client: ServerClient,
+        status: SyncStatus,
+        *,
+        worker_id: str,
+        attachment_config: AttachmentConfig | None = None,
     ) -> None:
         super().__init__(context)
         self.client = client
@@ -71,6 +81,8 @@ class Uploader(EnginePart):
         self.worker_id = worker_id
         self.files = AttachmentFiles(self.store.data_dir)
         self.ledger = UploadLedger(self.store, self.files)
+        self.retention = Retention(self.store, self.files, attachment_config or AttachmentConfig())
+        self.thumbnails = Thumbnails(self.store, self.files, self.retention)
         config = self.config()
         self.chunks = ChunkSizer(config.upload_chunk_bytes, config.upload_chunk_max_bytes)
         #: Uploads whose offset this process has from the server itself (HEAD or a reply).
@@ -133,6 +145,26 @@ class Uploader(EnginePart):
             self.status.network_failure(str(exc))
         self.in_flight = None
         return True
+
+    async def thumbnail(self, attachment_id: str) -> Path | None:
+        """A small JPEG of an attachment for the screen: cached, else fetched from the server
+        (``GET /v1/attachments/{id}/thumbnail``) and cached under the budget. None when the
+        server has none (not an image) or cannot be reached now."""
+        cached = await self.executor.run(self.thumbnails.cached, attachment_id)
+        if cached is not None:
+            return cached
+        try:
+            reply = await self.client.send("GET", f"/v1/attachments/{attachment_id}/thumbnail")
+        except TransientError as exc:
+            log.info("no thumbnail of %s now: %s", attachment_id, exc)
+            return None
+        if reply.status_code != 200 or not reply.content:
+            return None
+        return await self.executor.run(self.thumbnails.keep, attachment_id, reply.content)
+
+    def sweep(self) -> int:
+        """Blocking (the engine's sweeps): files past retention and orphans go."""
+        return self.retention.sweep()
 
     async def release_in_flight(self) -> None:
         if self.in_flight is not None:
