@@ -23,12 +23,15 @@ from app.sync.errors import parse_retry_after
 from app.sync.transport import ServerClient
 
 __all__ = [
+    "CHECKSUM_MISMATCH",
     "TUS_VERSION",
     "ChunkSizer",
     "Next",
     "TusReply",
     "classify",
     "create_upload",
+    "delete_upload",
+    "file_sha256",
     "head_offset",
     "patch_chunk",
 ]
@@ -89,6 +92,11 @@ def classify(status: int, step: str, error: str | None = None) -> Verdict:
         return Verdict(Next.RESTART, "the server no longer holds the upload", Reason.NOT_FOUND)
     if status == 409 and step == "patch":
         return Verdict(Next.HEAD, "the server holds a different offset", Reason.REFUSED)
+    if status == 409 and step == "delete":
+        return Verdict(Next.GO_ON, "the upload had completed: remove the attachment")
+    if status == 423:
+        words = "the server is still writing an earlier piece of this upload"
+        return Verdict(Next.RETRY, words, Reason.SERVER_BUSY)
     if status == CHECKSUM_MISMATCH:
         return Verdict(Next.RETRY, "the bytes arrived damaged (checksum)", Reason.CHECKSUM_MISMATCH)
     if status in _FAILS:
@@ -210,6 +218,15 @@ def chunk_checksum(path: Path, offset: int, length: int) -> str:
             digest.update(piece)
             left -= len(piece)
     return "sha256 " + base64.b64encode(digest.digest()).decode()
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a whole file, read in pieces."""
+    digest = hashlib.sha256()
+    with path.open("rb") as source:
+        while piece := source.read(MIB):
+            digest.update(piece)
+    return digest.hexdigest()
 
 
 async def _pieces(path: Path, offset: int, length: int) -> AsyncIterator[bytes]:

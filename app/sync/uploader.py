@@ -45,6 +45,7 @@ from app.sync.errors import AuthError, TransientError, classify_failure
 from app.sync.status import SyncStatus
 from app.sync.transport import ServerClient
 from app.sync.tus import (
+    CHECKSUM_MISMATCH,
     ChunkSizer,
     Next,
     TusReply,
@@ -53,6 +54,7 @@ from app.sync.tus import (
     classify,
     create_upload,
     delete_upload,
+    file_sha256,
     head_offset,
     patch_chunk,
 )
@@ -294,10 +296,24 @@ class Uploader(EnginePart):
             reheads = self._reheads.get(row.id, 0) + 1
             self._reheads[row.id] = reheads
             if reheads <= _MAX_REHEADS:
-                # Our offset was stale (the reply of the last chunk was lost): ask and resume.
+                # Our offset was stale (the reply of the last chunk was lost): resume from the
+                # server's, said in the reply or asked by HEAD on the next claim.
+                if reply.offset is not None and reply.offset >= row.size:
+                    await self._confirmed(job, row, reply.status)
+                    return False
+                if reply.offset is not None:
+                    offset = reply.offset
+                    self._known.add(row.id)
                 await self.executor.run(self.ledger.moved, job, row.upload_url, offset)
                 return False
             verdict = Verdict(Next.RETRY, verdict.reason, verdict.code)
+        if reply.status == CHECKSUM_MISMATCH and offset + self.chunks.size >= row.size:
+            # The last chunk: the server compared the whole file. Ours may be what changed.
+            assert row.path is not None
+            whole = await asyncio.to_thread(file_sha256, row.path)
+            if whole != row.sha256:
+                words = "the file on this device changed or is damaged since it was attached"
+                verdict = Verdict(Next.FAIL, words, Reason.FILE_MISSING)
         if verdict.next is Next.RESTART:
             await self.executor.run(self.ledger.noted, row.id, None, 0)
             verdict = Verdict(Next.RETRY, verdict.reason, verdict.code)

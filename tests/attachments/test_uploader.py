@@ -334,3 +334,24 @@ async def test_a_network_failure_backs_off_and_keeps_the_offset(
 def test_random_source_is_reproducible(tmp_path: Path) -> None:
     assert digest(photo(tmp_path, "a", size=10)) == digest(photo(tmp_path, "b", size=10))
     assert random.Random(1).randbytes(4) == random.Random(1).randbytes(4)
+
+
+async def test_a_copy_damaged_on_the_device_fails_instead_of_looping(
+    tmp_path: Path, store: Store, attachments: Attachments, acked: str, server: FakeTus, clock
+) -> None:
+    view = attachments.attach(acked, photo(tmp_path, size=MIB // 2))
+    assert view.local_path is not None
+    damaged = bytearray(view.local_path.read_bytes())
+    damaged[1000] ^= 0xFF
+    view.local_path.write_bytes(bytes(damaged))
+    uploader = uploader_for(store, server)
+    try:
+        await drain(uploader, clock)
+    finally:
+        await uploader.aclose()
+    failed = attachments.get(view.id)
+    assert failed is not None
+    assert failed.state is AttachmentState.FAILED
+    assert failed.reason_code is Reason.FILE_MISSING
+    assert [m for m, *_ in server.requests].count("PATCH") == 1, "not sent again and again"
+    assert server.completed() == {}

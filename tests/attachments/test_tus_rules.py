@@ -1,0 +1,63 @@
+"""The pure parts of the tus client: what a reply means, and how big the next chunk is."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.states import Reason
+from app.sync.tus import ChunkSizer, Next, classify
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("status", "step", "error", "expected", "code"),
+    [
+        (201, "create", None, Next.GO_ON, None),
+        (204, "patch", None, Next.GO_ON, None),
+        (401, "patch", None, Next.SIGN_IN, Reason.SIGNED_OUT),
+        (404, "create", "not_found", Next.FAIL, Reason.NOT_FOUND),
+        (404, "patch", "not_found", Next.RESTART, Reason.NOT_FOUND),
+        (410, "head", "upload_expired", Next.RESTART, Reason.NOT_FOUND),
+        (409, "patch", "offset_mismatch", Next.HEAD, Reason.REFUSED),
+        (409, "delete", "upload_complete", Next.GO_ON, None),
+        (413, "create", None, Next.FAIL, Reason.TOO_LARGE),
+        (415, "create", None, Next.FAIL, Reason.UNSUPPORTED_TYPE),
+        (422, "create", "idempotency_key_reused", Next.FAIL, Reason.KEY_REUSED),
+        (422, "create", "invalid_payload", Next.FAIL, Reason.INVALID),
+        (423, "patch", "upload_locked", Next.RETRY, Reason.SERVER_BUSY),
+        (429, "patch", None, Next.RETRY, Reason.RATE_LIMITED),
+        (460, "patch", "checksum_mismatch", Next.RETRY, Reason.CHECKSUM_MISMATCH),
+        (503, "patch", None, Next.RETRY, Reason.SERVER_BUSY),
+        (500, "head", None, Next.RETRY, Reason.SERVER_ERROR),
+        (418, "create", None, Next.FAIL, Reason.REFUSED),
+    ],
+)
+def test_each_reply_has_one_meaning(
+    status: int, step: str, error: str | None, expected: Next, code: Reason | None
+) -> None:
+    verdict = classify(status, step, error)
+    assert (verdict.next, verdict.code) == (expected, code)
+
+
+def test_chunks_start_at_one_mib_and_grow_on_a_fast_link_to_eight() -> None:
+    sizer = ChunkSizer()
+    assert sizer.size == MIB
+    sizes = [sizer.sent(sizer.size, 0.01) for _ in range(5)]
+    assert sizes == [2 * MIB, 4 * MIB, 8 * MIB, 8 * MIB, 8 * MIB]
+
+
+def test_chunks_shrink_on_a_slow_link_and_after_failures() -> None:
+    sizer = ChunkSizer(target_s=2.0)
+    # 1 MiB took 8 s (128 KiB/s): aim at 2 s a chunk, halving at most per step.
+    assert sizer.sent(MIB, 8.0) == MIB // 2
+    assert sizer.sent(MIB // 2, 4.0) == 256 * 1024
+    assert sizer.sent(256 * 1024, 2.0) == 256 * 1024, "the floor"
+    fast = ChunkSizer()
+    fast.sent(MIB, 0.01)
+    assert fast.failed() == MIB
+
+
+def test_a_short_last_chunk_does_not_change_the_size() -> None:
+    sizer = ChunkSizer()
+    assert sizer.sent(1000, 5.0) == MIB
