@@ -10,7 +10,6 @@ from app.states import Reason
 
 __all__ = [
     "CONNECTIVITY_WORDS",
-    "FIELD_LABELS",
     "ago",
     "field_label",
     "last_synced",
@@ -123,21 +122,9 @@ def when(timestamp: float | None, now: float | None = None) -> str:
     return _local_words(dt.datetime.fromtimestamp(timestamp), current)
 
 
-#: A work order's fields as the screens name them.
-FIELD_LABELS = {
-    "title": "Title",
-    "site": "Site",
-    "status": "Status",
-    "priority": "Priority",
-    "assignee": "Assignee",
-    "due_date": "Due date",
-    "notes": "Notes",
-    "deleted": "Deleted",
-}
-
-
 def field_label(name: str) -> str:
-    return FIELD_LABELS.get(name, name)
+    """A work order's field as the screens name it: "due_date" is "Due date"."""
+    return name.replace("_", " ").capitalize()
 
 
 def value_in_words(value: Any) -> str:

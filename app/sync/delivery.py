@@ -17,7 +17,6 @@ from app.store.db import WriteTransaction
 from app.store.queue import ClaimedJob, Outcome
 from app.store.scope import remove_departed
 from app.store.store import Store
-from app.sync.conflicts import Conflicts
 from app.sync.errors import (
     Reason,
     ReplyKind,
@@ -108,15 +107,10 @@ def _reason(reason: str, reply: Reply) -> str:
 
 def apply_replies(
     store: Store,
-    conflicts: Conflicts,
     results: list[tuple[ClaimedJob, dict[str, Any], Reply | TransientError]],
     duration_ms: float,
 ) -> DeliveryReport:
-    """Record every job's outcome, and the server's records in the cache, atomically.
-
-    ``conflicts`` is unused: the queue keeps conflict holds now (it stays for the engine's
-    call until the engine's split drops it)."""
-    del conflicts
+    """Record every job's outcome, and the server's records in the cache, atomically."""
     report = DeliveryReport()
     queue = store.queue
     now = store.clock()

@@ -32,6 +32,7 @@ from app.store.lock import WorkerLock
 from app.store.store import Store
 from app.sync.clock import Clock, Sleep, sleep_or_wake
 from app.sync.config import SyncConfig
+from app.sync.conflicts import Conflicts
 from app.sync.connectivity import ConnectivityDetector
 from app.sync.context import EngineContext
 from app.sync.errors import AuthError, SyncError, TransientError
@@ -97,7 +98,7 @@ class SyncEngine:
         self.pipeline = DeliveryPipeline(
             context, self.client, self.status, sleep=self.sleep, worker_id=self.worker_id
         )
-        self.conflicts = self.pipeline.conflicts
+        self.conflicts = Conflicts(store)
         self.uploader = Uploader(context, self.client, self.status, worker_id=self.worker_id)
         self.outbox = EscalationOutbox(self.conflicts, self.client, self.executor)
         self.reconciler = Reconciler(

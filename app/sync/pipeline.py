@@ -31,12 +31,12 @@ from app.store.jobs import TOPIC_WORK_ORDERS
 from app.store.queue import ClaimedJob
 from app.store.store import Store
 from app.sync.clock import Sleep
-from app.sync.conflicts import Conflicts
 from app.sync.context import EngineContext, EnginePart
 from app.sync.delivery import DeliveryReport, apply_replies, build_mutations
 from app.sync.errors import TransientError
 from app.sync.ratelimit import TokenBucket
 from app.sync.status import PhaseProgress, SyncStatus
+from app.sync.sync_now import SyncReport
 from app.sync.transport import BatchItem, Reply, ServerClient
 
 __all__ = ["DeliveryPipeline", "FlushReport"]
@@ -56,12 +56,10 @@ _READY_COUNT = (
 
 @dataclass
 class FlushReport:
-    """What one flush did: jobs answered, and how they ended."""
+    """What one flush did: how many jobs were answered (how they ended goes to the
+    `SyncReport` of a person who asked, `flush(tally=...)`)."""
 
     handled: int = 0
-    sent: int = 0
-    failed: int = 0
-    conflicts: int = 0
     #: The last batch met a network failure: the link is down, do not go on at once.
     unreachable: bool = False
 
@@ -95,12 +93,11 @@ def _state_of(status: str, error: str | None) -> JobState:
 
 def _apply(
     store: Store,
-    conflicts: Conflicts,
     results: list[tuple[ClaimedJob, dict[str, Any], Reply | TransientError]],
     duration_ms: float,
 ) -> tuple[DeliveryReport, tuple[JobStateChanged, ...]]:
     """Record the replies, then read back where each job ended, in one trip to the store."""
-    report = apply_replies(store, conflicts, results, duration_ms)
+    report = apply_replies(store, results, duration_ms)
     ids = [job.id for job, _, _ in results]
     marks = ",".join("?" * len(ids))
     with storage_errors(store.path):
@@ -139,25 +136,27 @@ class DeliveryPipeline(EnginePart):
         self.status = status
         self.sleep = sleep
         self.worker_id = worker_id
-        self.conflicts = Conflicts(self.store)
         config = self.config()
         self.bucket = TokenBucket(config.request_rate, config.request_burst, self.clock.monotonic)
         self.stopping = False
         self._in_flight: list[list[ClaimedJob]] = []
 
-    async def flush(self) -> FlushReport:
+    async def flush(self, tally: SyncReport | None = None) -> FlushReport:
         """Send what is ready until a batch comes back partial (nothing more was ready), the
-        link fails, or the server refuses the token."""
+        link fails, or the server refuses the token; count what was sent, failed or held
+        for a person in ``tally``."""
         flush = FlushReport()
         progress: list[PhaseProgress] = []
         try:
-            await self._flush(flush, progress)
+            await self._flush(flush, tally or SyncReport(), progress)
         finally:
             if progress:
                 progress[0].finish()
         return flush
 
-    async def _flush(self, flush: FlushReport, progress: list[PhaseProgress]) -> None:
+    async def _flush(
+        self, flush: FlushReport, tally: SyncReport, progress: list[PhaseProgress]
+    ) -> None:
         pipeline = max(self.config().delivery_pipeline, 1)
         running: set[asyncio.Future[None]] = set()
         on_the_wire = 0
@@ -167,7 +166,7 @@ class DeliveryPipeline(EnginePart):
         def launch() -> None:
             nonlocal on_the_wire
             on_the_wire += 1
-            batch = self._batch(flush, progress, on_claimed, on_sent, overlap=pipeline > 1)
+            batch = self._batch(flush, tally, progress, on_claimed, on_sent, overlap=pipeline > 1)
             running.add(asyncio.ensure_future(batch))
 
         def on_claimed(count: int, rest: int) -> None:
@@ -199,6 +198,7 @@ class DeliveryPipeline(EnginePart):
     async def _batch(
         self,
         flush: FlushReport,
+        tally: SyncReport,
         progress: list[PhaseProgress],
         on_claimed: Callable[[int, int], None],
         on_sent: Callable[[bool], None],
@@ -234,15 +234,13 @@ class DeliveryPipeline(EnginePart):
             on_sent(full)
             await asyncio.sleep(0)  # let the next batch queue its claim before this record
         results = list(zip(jobs, mutations, replies, strict=True))
-        report, states = await self.executor.run(
-            _apply, self.store, self.conflicts, results, duration_ms
-        )
+        report, states = await self.executor.run(_apply, self.store, results, duration_ms)
         self._in_flight.remove(jobs)
         self._tell(report, states, network_failed)
         flush.handled += len(jobs)
-        flush.sent += report.done
-        flush.failed += report.dead
-        flush.conflicts += len(report.conflicts)
+        tally.sent += report.done
+        tally.failed += report.dead
+        tally.conflicts += len(report.conflicts)
         if progress:
             progress[0].update(progress[0].done + len(jobs))
         await self.status.publish_queue()

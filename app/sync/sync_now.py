@@ -128,10 +128,7 @@ async def sync_pass(
     loop's handlers, which end the pass with its problem."""
     report = requests.begin()
     while True:
-        flush = await pipeline.flush()
-        report.sent += flush.sent
-        report.failed += flush.failed
-        report.conflicts += flush.conflicts
+        flush = await pipeline.flush(report)
         if flush.unreachable:
             requests.finish(SyncProblem.UNREACHABLE, status.last_error or "")
             return
