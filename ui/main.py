@@ -3,6 +3,7 @@ embedded local server; or `--screenshot FILE` to render one page offscreen and e
 
     fieldsync-gui [--data-dir DIR] [--server URL] [--size WxH] [--dark] [--high-contrast]
     fieldsync-gui --screenshot FILE [--size 360x720] [--page list|editor|conflict|dead|...|all]
+                  [--search TEXT]
 
 With `--page all`, FILE names each page with `{page}` (`shots/{page}.png`).
 """
@@ -54,6 +55,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--page", default="list", choices=[*sorted(PAGES), "all"], help="page to render"
+    )
+    parser.add_argument(
+        "--search", default="", help="with --screenshot: what the search page asks the server"
     )
     args = parser.parse_args(argv)
     if args.screenshot and args.page == "all" and "{page}" not in args.screenshot:
@@ -124,6 +128,7 @@ async def _run(
 ) -> int:
     from app.credentials import CredentialsError, get_token
     from app.sync.engine import SyncConfig, SyncEngine
+    from app.sync.scope import Finder
     from app.sync.transport import ServerClient
 
     bus = EventBus()
@@ -153,6 +158,7 @@ async def _run(
         engine=engine,
         server_url=url,
         review_client=review_client,
+        finder=Finder(store, executor, review_client, bus),
     )
 
     def on_signed_in(server_url: str, token: str) -> None:

@@ -29,8 +29,9 @@ __all__ = ["show_page", "take_screenshots"]
 SETTLE_S = 20.0
 
 
-async def show_page(app_vm: AppViewModel, page: str) -> None:
-    """Navigate to `page` with something on it: the first work order, the first conflict."""
+async def show_page(app_vm: AppViewModel, page: str, search: str = "") -> None:
+    """Navigate to `page` with something on it: the first work order, the first conflict,
+    the server's results for `search` (when the search can run)."""
     if page == "editor":
         first = app_vm.workOrders.get(0)
         if first:
@@ -46,13 +47,16 @@ async def show_page(app_vm: AppViewModel, page: str) -> None:
             app_vm.conflicts.openJob(conflicts[0]["jobId"])
     else:
         app_vm.open(page)
+        if page == "search" and search and app_vm.search.canSearch:
+            app_vm.search.setQuery(search)
+            app_vm.search.search()
     await app_vm.wait_idle()
 
 
 def _engine(
     args: argparse.Namespace, store: Store, bus: EventBus, executor: StoreExecutor
 ) -> tuple[Any, Any]:
-    """The real engine and a review client for --server (token: FIELDSYNC_TOKEN or keyring)."""
+    """The real engine and a server client for --server (token: FIELDSYNC_TOKEN or keyring)."""
     from app.credentials import get_token
     from app.sync.engine import SyncConfig, SyncEngine
     from app.sync.transport import ServerClient
@@ -79,6 +83,11 @@ async def take_screenshots(args: argparse.Namespace, store: Store, executor: Sto
     bridge = Bridge()
     bridge.attach(bus)
     engine, review_client = _engine(args, store, bus, executor) if args.server else (None, None)
+    finder = None
+    if review_client is not None:
+        from app.sync.scope import Finder
+
+        finder = Finder(store, executor, review_client, bus)
     services = Services(
         store=store,
         executor=executor,
@@ -86,6 +95,7 @@ async def take_screenshots(args: argparse.Namespace, store: Store, executor: Sto
         engine=engine,
         server_url=args.server or "",
         review_client=review_client,
+        finder=finder,
     )
     app_vm = AppViewModel(services)
     qml = QQmlApplicationEngine()
@@ -106,7 +116,7 @@ async def take_screenshots(args: argparse.Namespace, store: Store, executor: Sto
         await app_vm.wait_idle()
         pages = list(PAGES) if args.page == "all" else [args.page]
         for page in pages:
-            await show_page(app_vm, page)
+            await show_page(app_vm, page, args.search)
             await asyncio.sleep(0.3)  # let the scene graph lay out the loaded page
             target = str(args.screenshot).replace("{page}", page)
             if not window.grabWindow().save(target):

@@ -20,6 +20,7 @@ from ui.bridge import Bridge
 from ui.tasks import Executor
 
 if TYPE_CHECKING:
+    from app.sync.scope import Finder
     from ui.viewmodels.review import ReviewClient
 
 __all__ = ["EngineControl", "Services", "SyncReport"]
@@ -50,6 +51,9 @@ class Services:
     server_url: str = ""
     #: The server's review queue, for the admin inbox (None: no server in this window).
     review_client: ReviewClient | None = None
+    #: The server's organisation-wide search and pins, `app.sync.scope.Finder` (None: no
+    #: server in this window).
+    finder: Finder | None = None
     #: The wall clock the screens word ages and countdowns by (a fake one in tests).
     clock: Callable[[], float] = time.time
     #: Core writes; built over the bridge's bus when not given (its OpChanges reach the UI).

@@ -50,6 +50,12 @@ FsPage {
         onClicked: page.app.resolveConflictFor(page.vm.entityId)
     }
 
+    NoLongerAssignedCard {
+        objectName: "noLongerAssignedCard"
+        vm: page.app.keepOffline
+        Layout.fillWidth: true
+    }
+
     WorkOrderFields {
         fields: page.vm.fields
         errors: page.vm.errors
@@ -60,6 +66,12 @@ FsPage {
         priorityLabels: page.vm.priorityLabels
         Layout.fillWidth: true
         onEdited: (name, value) => page.vm.setField(name, value)
+    }
+
+    KeepOfflineCard {
+        objectName: "keepOfflineCard"
+        vm: page.app.keepOffline
+        Layout.fillWidth: true
     }
 
     RowLayout {

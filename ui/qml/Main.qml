@@ -69,6 +69,13 @@ ApplicationWindow {
                 Accessible.role: Accessible.Heading
             }
             FsToolButton {
+                objectName: "searchButton"
+                iconName: "search"
+                visible: window.app.page !== "search" && (window.wide || window.app.page === "list")
+                onClicked: window.app.open("search")
+                Accessible.name: "Search all work orders"
+            }
+            FsToolButton {
                 objectName: "newButton"
                 text: "New"
                 iconName: "add"
@@ -87,6 +94,11 @@ ApplicationWindow {
                     FsMenuItem {
                         text: "Work orders"
                         onTriggered: window.app.open("list")
+                    }
+                    FsMenuItem {
+                        objectName: "menuSearch"
+                        text: "Search all work orders"
+                        onTriggered: window.app.open("search")
                     }
                     FsMenuItem {
                         objectName: "menuDead"
@@ -162,6 +174,7 @@ ApplicationWindow {
                 case "conflict": return conflictPage
                 case "review": return reviewPage
                 case "settings": return settingsPage
+                case "search": return searchPage
                 default: return window.wide ? placeholderPage : null
                 }
             }
@@ -175,6 +188,7 @@ ApplicationWindow {
     Component { id: conflictPage; ConflictPage { app: window.app; wide: window.wide } }
     Component { id: reviewPage; ReviewPage { app: window.app; wide: window.wide } }
     Component { id: settingsPage; SettingsPage { app: window.app } }
+    Component { id: searchPage; SearchPage { app: window.app } }
     Component {
         id: placeholderPage
         Pane {

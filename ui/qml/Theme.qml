@@ -61,6 +61,17 @@ QtObject {
     function syncTextColor(kind) {
         return highContrast ? palette.window : "#ffffff"
     }
+    // What a device holds (issue 16): "Available offline", "Kept offline", "No longer
+    // assigned to you"; white glyphs on these, like the sync states.
+    function markColor(kind) {
+        if (highContrast)
+            return palette.windowText
+        switch (kind) {
+        case "away": return dark ? "#b04400" : "#a03c00"
+        case "pinned": return dark ? "#2f6fcf" : "#1565c0"
+        default: return dark ? "#2e7a70" : "#00695c"
+        }
+    }
     // Connectivity, for the status bar's icon: online, offline, degraded, signed_out, paused…
     function connectivityKind(connectivity) {
         switch (connectivity) {

@@ -90,6 +90,19 @@ ColumnLayout {
             onEdited: (text) => form.edited("assignee", text)
         }
         FsField {
+            // Beside the assignee: the team a work order belongs to (issue 16).
+            visible: form.has("team") && form.fields.team !== undefined
+            label: "Team"
+            inputName: form.prefix + "teamField"
+            errorName: form.prefix + "teamError"
+            text: form.fields.team || ""
+            error: form.errors.team || ""
+            Layout.fillWidth: true
+            Layout.preferredWidth: 1
+            Layout.alignment: Qt.AlignTop
+            onEdited: (text) => form.edited("team", text)
+        }
+        FsField {
             visible: form.has("due_date")
             label: "Due date"
             hint: "YYYY-MM-DD"

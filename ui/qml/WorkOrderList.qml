@@ -36,9 +36,17 @@ Pane {
                 Accessible.description: displayText
             }
         }
+        ScopeFilterBar {
+            objectName: "scopeFilters"
+            vm: pane.vm
+            Layout.fillWidth: true
+            Layout.leftMargin: Theme.spacingS
+            Layout.rightMargin: Theme.spacingS
+            Layout.bottomMargin: Theme.spacingXs
+        }
         FsCaption {
             objectName: "countLabel"
-            text: pane.vm.total === 1 ? "1 work order" : pane.vm.total + " work orders"
+            text: pane.vm.countText
             Layout.leftMargin: Theme.spacingM
             Layout.bottomMargin: Theme.spacingXs
         }
@@ -59,15 +67,26 @@ Pane {
                 width: ListView.view.width
                 onOpened: (entityId) => pane.app.openWorkOrder(entityId)
             }
-            FsCaption {
+            ColumnLayout {
                 anchors.centerIn: parent
                 width: parent.width - 2 * Theme.spacingXl
                 visible: list.count === 0 && !pane.vm.loading
-                horizontalAlignment: Text.AlignHCenter
-                font.pixelSize: Theme.fontBody
-                text: pane.vm.search || pane.vm.statusFilter
-                      ? "No work order matches."
-                      : "No work orders on this device yet. Press “New” to add one."
+                spacing: Theme.spacingM
+                FsCaption {
+                    objectName: "emptyListText"
+                    Layout.fillWidth: true
+                    horizontalAlignment: Text.AlignHCenter
+                    font.pixelSize: Theme.fontBody
+                    text: pane.vm.emptyText
+                }
+                FsButton {
+                    // Not on this device is not "does not exist": ask the server.
+                    objectName: "searchServerButton"
+                    visible: pane.vm.search !== ""
+                    text: "Search all work orders for “" + pane.vm.search + "”"
+                    Layout.fillWidth: true
+                    onClicked: pane.app.searchServer(pane.vm.search)
+                }
             }
         }
     }

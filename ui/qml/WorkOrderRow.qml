@@ -14,6 +14,10 @@ ItemDelegate {
     required property string badge
     required property string badgeText
     required property string badgeDetail
+    required property string offlineText
+    required property bool pinned
+    required property string scopeText
+    required property string scopeDetail
     property bool showDetail: false
     signal opened(string entityId)
 
@@ -28,8 +32,8 @@ ItemDelegate {
     ToolTip.text: badgeDetail
     ToolTip.delay: 600
     Accessible.role: Accessible.ListItem
-    Accessible.name: row.title + ", " + row.badgeText
-    Accessible.description: row.badgeDetail
+    Accessible.name: row.title + ", " + row.badgeText + (row.scopeText ? ", " + row.scopeText : "")
+    Accessible.description: [row.scopeDetail, row.offlineText, row.badgeDetail].filter(Boolean).join(". ")
 
     background: Rectangle {
         color: row.down ? Theme.divider : row.hovered ? Theme.surfaceRaised : Theme.window
@@ -60,6 +64,15 @@ ItemDelegate {
                     Layout.fillWidth: true
                     Accessible.ignored: true
                 }
+                FsMark {
+                    objectName: "offlineMark"
+                    kind: row.pinned ? "pinned" : "offline"
+                    iconName: row.pinned ? "pin" : "offline"
+                    label: row.offlineText
+                    visible: row.offlineText !== ""
+                    Layout.fillWidth: true
+                    Accessible.ignored: true
+                }
             }
             Item {
                 objectName: "badgeTapArea"
@@ -83,6 +96,16 @@ ItemDelegate {
                     onTapped: row.showDetail = !row.showDetail
                 }
             }
+        }
+        FsMark {
+            objectName: "scopeMark"
+            kind: "away"
+            iconName: "away"
+            strong: true
+            visible: row.scopeText !== ""
+            label: row.scopeText + " — " + row.scopeDetail
+            Layout.fillWidth: true
+            Accessible.ignored: true
         }
         FsCaption {
             objectName: "badgeDetail"

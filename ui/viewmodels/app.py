@@ -20,6 +20,8 @@ from ui.viewmodels.diagnostics import DiagnosticsViewModel
 from ui.viewmodels.editor import EditorViewModel
 from ui.viewmodels.export import PendingExportViewModel
 from ui.viewmodels.review import ReviewViewModel
+from ui.viewmodels.scope import KeepOfflineViewModel
+from ui.viewmodels.search import SearchViewModel
 from ui.viewmodels.settings import SettingsViewModel
 from ui.viewmodels.signin import SignInViewModel
 from ui.viewmodels.statusbar import StatusBarViewModel
@@ -36,6 +38,7 @@ PAGES = {
     "signin": "Sign in",
     "review": "Review inbox",
     "settings": "Settings",
+    "search": "Search",
 }
 
 OnSignedIn = Callable[[str, str], None]
@@ -75,8 +78,13 @@ class AppViewModel(QObject):
         self._review = ReviewViewModel(services.review_client, self)
         self._settings = SettingsViewModel(services, self)
         self._export = PendingExportViewModel(services, self)
+        self._keep_offline = KeepOfflineViewModel(services, self)
+        self._search = SearchViewModel(services, self)
         for child in self._children():
             connect(child.message, self.message.emit)
+        connect(self._editor.changed, self.on_editor_changed)
+        connect(self._keep_offline.discarded, self.on_keep_offline_discarded)
+        connect(self._search.openLocal, self.openWorkOrder)
         connect(self._editor.saved, self.on_editor_saved)
         connect(self._editor.changed, self.titleChanged.emit)
         connect(self._conflicts.finished, self.on_conflicts_finished)
@@ -118,6 +126,8 @@ class AppViewModel(QObject):
             self._review,
             self._settings,
             self._export,
+            self._keep_offline,
+            self._search,
         )
 
     # -- navigation -------------------------------------------------------------------------
@@ -168,6 +178,13 @@ class AppViewModel(QObject):
         self.open("editor")
 
     @Slot(str)
+    def searchServer(self, text: str) -> None:
+        """From the list's "no match" on this device: the same words, asked of the server."""
+        self._search.setQuery(text)
+        self.open("search")
+        self._search.search()
+
+    @Slot(str)
     def resolveConflictFor(self, entity_id: str) -> None:
         self._conflicts.openForEntity(entity_id)
         self.open("conflict")
@@ -176,6 +193,17 @@ class AppViewModel(QObject):
 
     def on_editor_saved(self, entity_id: str) -> None:
         self._services.wake()
+
+    def on_editor_changed(self) -> None:
+        self._keep_offline.follow(self._editor.entityId if self._editor.loaded else "")
+
+    def on_keep_offline_discarded(self, entity_id: str) -> None:
+        if self._editor.entityId == entity_id:
+            # It left the device: the editor lets go of it (a refresh still under way must
+            # not say "no longer on this device" over what the person just did).
+            self._editor.newRecord()
+            if self._page == "editor":
+                self.back()
 
     def on_conflicts_finished(self) -> None:
         if self._page == "conflict":
@@ -239,6 +267,14 @@ class AppViewModel(QObject):
     @Property(QObject, constant=True)
     def settings(self) -> SettingsViewModel:
         return self._settings
+
+    @Property(QObject, constant=True)
+    def keepOffline(self) -> KeepOfflineViewModel:
+        return self._keep_offline
+
+    @Property(QObject, constant=True)
+    def search(self) -> SearchViewModel:
+        return self._search
 
     @Property(QObject, constant=True)
     def pendingExport(self) -> PendingExportViewModel:

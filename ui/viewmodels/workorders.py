@@ -10,11 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 from app.store.deadletters import EntityJobState, job_states
+from app.store.scope import Identity, read_identity
 from app.store.store import Store
 from ui.qt import Property, QModelIndex, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.badges import badge_for
 from ui.viewmodels.base import Index, ListViewModel
+from ui.viewmodels.scope import (
+    NO_LONGER_ASSIGNED,
+    SCOPE_FILTERS,
+    count_words,
+    empty_words,
+    offline_mark,
+    out_of_scope_detail,
+    subtitle,
+)
 
 __all__ = ["STATUS_FILTERS", "WorkOrderListModel"]
 
@@ -31,12 +41,19 @@ STATUS_LABELS = {value: label for value, label in STATUS_FILTERS if value}
 
 
 def _load_page(
-    store: Store, search: str, status: str | None, offset: int, limit: int, with_count: bool
-) -> tuple[int | None, list[dict[str, Any]], dict[str, EntityJobState]]:
-    total = store.cache.count(search=search, status=status) if with_count else None
-    rows = store.cache.query(search=search, status=status, limit=limit, offset=offset)
+    store: Store,
+    search: str,
+    status: str | None,
+    scope: str,
+    offset: int,
+    limit: int,
+    with_count: bool,
+) -> tuple[int | None, list[dict[str, Any]], dict[str, EntityJobState], Identity | None]:
+    where: dict[str, Any] = {"search": search, "status": status, "scope": scope}
+    total = store.cache.count(**where) if with_count else None
+    rows = store.cache.query(**where, limit=limit, offset=offset)
     ids = [row["id"] for row in rows if row["pending_edits"]]
-    return total, rows, job_states(store, ids)
+    return total, rows, job_states(store, ids), read_identity(store) if with_count else None
 
 
 def _load_rows(
@@ -47,15 +64,17 @@ def _load_rows(
 
 
 class WorkOrderListModel(ListViewModel[dict[str, Any]]):
-    """Work orders from the cache with search, status filter and a sync badge per row.
+    """Work orders from the cache with search, status and scope filters, a sync badge per row.
 
     Signals:
-        searchChanged(), statusFilterChanged(), totalChanged(), loadingChanged()
+        searchChanged(), statusFilterChanged(), scopeFilterChanged(), totalChanged(),
+        loadingChanged()
         message(str)  — from ListViewModel
     """
 
     searchChanged = Signal()
     statusFilterChanged = Signal()
+    scopeFilterChanged = Signal()
     totalChanged = Signal()
     loadingChanged = Signal()
     ROLE_NAMES = (
@@ -69,6 +88,10 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         "badgeText",
         "badgeDetail",
         "pendingEdits",
+        "offlineText",
+        "pinned",
+        "scopeText",
+        "scopeDetail",
     )
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
@@ -79,6 +102,8 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         self._total = 0
         self._search = ""
         self._status = ""
+        self._scope = "all"
+        self._identity: Identity | None = None
         self._loading = False
         self._generation = 0
         self._dirty: set[str] = set()
@@ -127,9 +152,38 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
 
     statusFilter = Property(str, _get_status_filter, _set_status_filter, notify=statusFilterChanged)
 
+    def _get_scope_filter(self) -> str:
+        return self._scope
+
+    def _set_scope_filter(self, value: str) -> None:
+        if value not in dict(SCOPE_FILTERS):
+            raise ValueError(f"unknown scope filter {value!r}")
+        if value != self._scope:
+            self._scope = value
+            self.scopeFilterChanged.emit()
+            self.reload()
+
+    #: "all" (every work order on this device), "mine", "team" or "pinned".
+    scopeFilter = Property(str, _get_scope_filter, _set_scope_filter, notify=scopeFilterChanged)
+
+    @Property(list, constant=True)
+    def scopeFilters(self) -> list[dict[str, str]]:
+        return [{"value": value, "label": label} for value, label in SCOPE_FILTERS]
+
     @Property(int, notify=totalChanged)
     def total(self) -> int:
         return self._total
+
+    @Property(str, notify=totalChanged)
+    def countText(self) -> str:
+        """ "3 work orders", "1 work order assigned to ana", "2 work orders of team north"."""
+        return count_words(self._total, self._scope, self._identity)
+
+    @Property(str, notify=totalChanged)
+    def emptyText(self) -> str:
+        """What an empty list means, for the filters shown (read once the list is empty)."""
+        filtered = bool(self._search or self._status)
+        return empty_words(self._scope, self._identity, filtered=filtered)
 
     @Property(bool, notify=loadingChanged)
     def loading(self) -> bool:
@@ -157,8 +211,8 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
     async def _reload(self, generation: int, limit: int) -> None:
         store, status = self._services.store, self._status or None
         try:
-            total, rows, states = await self._services.executor.run(
-                _load_page, store, self._search, status, 0, limit, True
+            total, rows, states, identity = await self._services.executor.run(
+                _load_page, store, self._search, status, self._scope, 0, limit, True
             )
         except BaseException:
             if generation == self._generation:
@@ -178,15 +232,17 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
             self._states = states
             self._row_of = {row["id"]: i for i, row in enumerate(rows)}
             self.endResetModel()
-        self._set_total(total or 0)
+        self._identity = identity
+        if not self._set_total(total or 0):
+            self.totalChanged.emit()  # same count, other filters or person: other words
         self._set_loading(False)
         self._update_clock()
 
     async def _fetch_page(self, generation: int, offset: int) -> None:
         store, status = self._services.store, self._status or None
         try:
-            _, rows, states = await self._services.executor.run(
-                _load_page, store, self._search, status, offset, PAGE_SIZE, False
+            _, rows, states, _ = await self._services.executor.run(
+                _load_page, store, self._search, status, self._scope, offset, PAGE_SIZE, False
             )
         finally:
             if generation == self._generation:
@@ -289,12 +345,13 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         if name in ("title", "status", "priority"):
             return row[name]
         if name == "subtitle":
-            parts = [
-                row["site"],
-                row["assignee"],
-                f"due {row['due_date']}" if row["due_date"] else "",
-            ]
-            return " · ".join(part for part in parts if part)
+            return subtitle(row)
+        if name == "offlineText":
+            return offline_mark(row)
+        if name == "pinned":
+            return bool(row.get("pinned"))
+        if name == "scopeText":
+            return NO_LONGER_ASSIGNED if row.get("no_longer_assigned") else ""
         if name == "statusText":
             return STATUS_LABELS.get(row["status"], row["status"])
         if name == "pendingEdits":
@@ -302,12 +359,16 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         badge = badge_for(
             self._states.get(row["id"]), self._services.clock(), online=self._services.online
         )
+        if name == "scopeDetail":
+            return out_of_scope_detail(badge.kind) if row.get("no_longer_assigned") else ""
         return {"badge": badge.kind, "badgeText": badge.text, "badgeDetail": badge.detail}[name]
 
-    def _set_total(self, total: int) -> None:
-        if total != self._total:
-            self._total = total
-            self.totalChanged.emit()
+    def _set_total(self, total: int) -> bool:
+        if total == self._total:
+            return False
+        self._total = total
+        self.totalChanged.emit()
+        return True
 
     def _set_loading(self, loading: bool) -> None:
         if loading != self._loading:
