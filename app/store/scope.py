@@ -32,6 +32,7 @@ __all__ = [
     "IDENTITY_KEY",
     "LIST_SCOPES",
     "NO_LONGER_ASSIGNED",
+    "REMOVE_DEPARTED",
     "Identity",
     "ListScope",
     "apply_departures",
@@ -156,12 +157,15 @@ def remove_departed(conn: sqlite3.Connection) -> set[str]:
     """Remove the work orders that left the scope and have no unsent edit any more (the last
     was acknowledged, or discarded by the person). Returns their ids. Cheap: the partial
     index holds only work orders that left the scope."""
-    rows = conn.execute(
-        "DELETE FROM work_orders WHERE left_scope_at IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM jobs AS j WHERE j.entity_key = work_orders.id "
-        "AND j.finished_at IS NULL) RETURNING id"
-    )
-    return {row[0] for row in rows}
+    return {row[0] for row in conn.execute(REMOVE_DEPARTED)}
+
+
+#: `remove_departed`'s statement (its query plan is tested: it runs with every delivery).
+REMOVE_DEPARTED = (
+    "DELETE FROM work_orders WHERE left_scope_at IS NOT NULL AND NOT EXISTS "
+    "(SELECT 1 FROM jobs AS j WHERE j.entity_key = work_orders.id "
+    "AND j.finished_at IS NULL) RETURNING id"
+)
 
 
 # -- pins asked for on this device -----------------------------------------------------------

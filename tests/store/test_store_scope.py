@@ -12,6 +12,7 @@ from app.store.errors import InvalidEditError
 from app.store.queue import Outcome
 from app.store.scope import (
     NO_LONGER_ASSIGNED,
+    REMOVE_DEPARTED,
     Identity,
     apply_departures,
     discard_left_scope,
@@ -223,3 +224,13 @@ def test_returned_to_scope_touches_only_marked_rows(store: Store) -> None:
     assert row["left_scope_at"] is None
     assert NO_LONGER_ASSIGNED == "No longer assigned to you"
     assert row["no_longer_assigned"] is False
+
+
+def test_settling_departures_after_a_delivery_reads_only_departed_rows(store: Store) -> None:
+    """`remove_departed` runs in every delivery's transaction: it must not scan the cache."""
+    pulled(store, *(server_record(title=f"WO {n}") for n in range(50)))
+    plan = " ".join(
+        str(row[3]) for row in connection(store.db).execute(f"EXPLAIN QUERY PLAN {REMOVE_DEPARTED}")
+    )
+    assert "USING INDEX work_orders_left_scope" in plan
+    assert "USING INDEX jobs_entity_open" in plan
