@@ -123,7 +123,7 @@ def apply_departures(
     """Work orders the feed said left the scope: removed, or kept and marked when an edit
     of theirs is unsent. Returns (removed, kept)."""
     ids = sorted(set(entity_ids))
-    kept = entities_with_open_jobs(conn, ids)
+    kept = entities_with_open_jobs(conn, ids) | _with_unsent_files(conn, ids)
     gone = [entity_id for entity_id in ids if entity_id not in kept]
     removed: set[str] = set()
     for start in range(0, len(gone), 500):
@@ -144,6 +144,25 @@ def apply_departures(
     return removed, kept
 
 
+def _with_unsent_files(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    """Which of these work orders have an attachment whose upload (or removal) is still
+    queued: a photo taken on a job is as unsent as a typed note."""
+    rows = conn.execute(
+        f"SELECT DISTINCT a.entity_id FROM attachments AS a WHERE {_FILE_UNSENT} "
+        "AND a.entity_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(ids),),
+    )
+    return {row[0] for row in rows}
+
+
+#: An attachment of work order ``a.entity_id`` has a job still open (issue 15's uploads are
+#: jobs of their own entity, ``attachment:<id>``, outside the work order's per-entity order).
+_FILE_UNSENT = (
+    "EXISTS (SELECT 1 FROM jobs AS f WHERE f.entity_key = 'attachment:' || a.id "
+    "AND f.finished_at IS NULL)"
+)
+
+
 def returned_to_scope(conn: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
     """The feed sent these work orders as records: inside the scope (again)."""
     conn.execute(
@@ -154,8 +173,9 @@ def returned_to_scope(conn: sqlite3.Connection, entity_ids: Iterable[str]) -> No
 
 
 def remove_departed(conn: sqlite3.Connection) -> set[str]:
-    """Remove the work orders that left the scope and have no unsent edit any more (the last
-    was acknowledged, or discarded by the person). Returns their ids. Cheap: the partial
+    """Remove the work orders that left the scope and have no unsent edit (or attachment)
+    any more (the last was acknowledged, or discarded by the person); each pull runs it too,
+    so one whose last upload finished goes then. Returns their ids. Cheap: the partial
     index holds only work orders that left the scope."""
     return {row[0] for row in conn.execute(REMOVE_DEPARTED)}
 
@@ -164,7 +184,8 @@ def remove_departed(conn: sqlite3.Connection) -> set[str]:
 REMOVE_DEPARTED = (
     "DELETE FROM work_orders WHERE left_scope_at IS NOT NULL AND NOT EXISTS "
     "(SELECT 1 FROM jobs AS j WHERE j.entity_key = work_orders.id "
-    "AND j.finished_at IS NULL) RETURNING id"
+    "AND j.finished_at IS NULL) AND NOT EXISTS (SELECT 1 FROM attachments AS a "
+    f"WHERE a.entity_id = work_orders.id AND {_FILE_UNSENT}) RETURNING id"
 )
 
 

@@ -234,3 +234,27 @@ def test_settling_departures_after_a_delivery_reads_only_departed_rows(store: St
     )
     assert "USING INDEX work_orders_left_scope" in plan
     assert "USING INDEX jobs_entity_open" in plan
+
+
+def test_an_unsent_photo_keeps_a_departed_work_order_until_it_is_uploaded(
+    store: Store, tmp_path: Any
+) -> None:
+    from app.attachments import Attachments
+    from app.store.jobs import TOPIC_ATTACHMENTS
+
+    record = server_record()
+    pulled(store, record)
+    photo = tmp_path / "pump.jpg"
+    photo.write_bytes(b"\xff\xd8\xff" + b"0" * 1000)
+    Attachments(store).attach(record["id"], photo)
+    page = pulled(store, departures=(record["id"],))
+    assert page.kept_unsent == {record["id"]}
+    row = store.cache.get(record["id"])
+    assert row is not None
+    assert row["no_longer_assigned"] is True
+
+    [upload] = store.queue.claim("w", topic=TOPIC_ATTACHMENTS)
+    store.queue.ack(upload)
+    page = pulled(store)  # the next pull settles it
+    assert page.removed == {record["id"]}
+    assert store.cache.get(record["id"]) is None
