@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import enum
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,18 +205,24 @@ async def delete_upload(client: ServerClient, url: str) -> TusReply:
     return _reply(await client.send("DELETE", url, headers={"Tus-Resumable": TUS_VERSION}))
 
 
-def chunk_checksum(path: Path, offset: int, length: int) -> str:
-    """``sha256 <base64>`` of the file's bytes [offset, offset + length), read in pieces."""
-    digest = hashlib.sha256()
+def _read_range(path: Path, offset: int, length: int) -> Iterator[bytes]:
+    """The file's bytes [offset, offset + length) in 64 KiB pieces."""
     with path.open("rb") as source:
         source.seek(offset)
         left = length
         while left:
             piece = source.read(min(_PIECE, left))
             if not piece:
-                raise FileNotFoundError(f"{path} is shorter than expected")
-            digest.update(piece)
+                raise OSError(f"{path} is shorter than expected")
             left -= len(piece)
+            yield piece
+
+
+def chunk_checksum(path: Path, offset: int, length: int) -> str:
+    """``sha256 <base64>`` of the file's bytes [offset, offset + length)."""
+    digest = hashlib.sha256()
+    for piece in _read_range(path, offset, length):
+        digest.update(piece)
     return "sha256 " + base64.b64encode(digest.digest()).decode()
 
 
@@ -230,15 +236,8 @@ def file_sha256(path: Path) -> str:
 
 
 async def _pieces(path: Path, offset: int, length: int) -> AsyncIterator[bytes]:
-    with path.open("rb") as source:
-        source.seek(offset)
-        left = length
-        while left:
-            piece = source.read(min(_PIECE, left))
-            if not piece:
-                raise OSError(f"{path} is shorter than expected")
-            left -= len(piece)
-            yield piece
+    for piece in _read_range(path, offset, length):
+        yield piece
 
 
 async def patch_chunk(

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from app.sync.tus import file_sha256
+
 __all__ = ["FakeTus", "Upload"]
 
 
@@ -138,7 +140,7 @@ class FakeTus:
             return httpx.Response(460)
         self.keep(upload, body)
         if upload.offset == upload.length:
-            whole = hashlib.sha256(upload.path.read_bytes()).hexdigest()
+            whole = file_sha256(upload.path)
             if whole != upload.metadata["sha256"]:
                 upload.offset = 0
                 upload.path.write_bytes(b"")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import gc
 import random
+import tracemalloc
 from pathlib import Path
 
 import httpx
@@ -355,3 +357,33 @@ async def test_a_copy_damaged_on_the_device_fails_instead_of_looping(
     assert failed.reason_code is Reason.FILE_MISSING
     assert [m for m, *_ in server.requests].count("PATCH") == 1, "not sent again and again"
     assert server.completed() == {}
+
+
+async def test_memory_stays_flat_whatever_the_file_size(
+    tmp_path: Path, store: Store, attachments: Attachments, acked: str, server: FakeTus
+) -> None:
+    """The file is streamed from disk in pieces: each step of a 32 MiB upload in 1 MiB chunks
+    allocates about one chunk (the fake server reads each request body whole), never the
+    file. The fake transport's request bodies end in reference cycles: collected between
+    steps, so what is measured is what one step holds."""
+    source = tmp_path / "video.mp4"
+    with source.open("wb") as out:
+        for n in range(32):
+            out.write(random.Random(n).randbytes(MIB))
+    view = attachments.attach(acked, source)
+    uploader = uploader_for(store, server, upload_chunk_max_bytes=MIB)
+    peaks: list[int] = []
+    tracemalloc.start()
+    try:
+        moved = True
+        while moved:
+            gc.collect()
+            tracemalloc.reset_peak()
+            moved = await uploader.step()
+            peaks.append(tracemalloc.get_traced_memory()[1])
+    finally:
+        tracemalloc.stop()
+        await uploader.aclose()
+    assert view.id in server.completed()
+    assert len(peaks) == 34, "a create, 32 chunks, and the empty claim"
+    assert max(peaks) < 4 * MIB, f"a step held {max(peaks) / MIB:.1f} MiB"
