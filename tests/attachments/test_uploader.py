@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 import gc
+import hashlib
 import random
 import tracemalloc
 from pathlib import Path
