@@ -23,15 +23,25 @@ from app.store.scope import Identity, apply_departures, write_identity
 from app.store.store import Store
 from app.sync.scope import Finder
 from app.sync.transport import ServerClient
+from server.embedded import EmbeddedServer
 from tests.ui import test_sync_e2e
 from tests.ui.conftest import Open, Runner
-from tests.ui.qml_driver import click, find, screenshot, shown_texts, shows, too_small_targets
+from tests.ui.qml_driver import (
+    click,
+    find,
+    screenshot,
+    shown_texts,
+    shows,
+    too_small_targets,
+    type_into,
+)
 from tests.ui.test_accessibility import accessible
 from tests.ui.test_sync_e2e import EngineRun, closed_port_url, make_engine
 from ui.services import Services
 
 Role = QAccessible.Role
 engines = test_sync_e2e.engines
+server = test_sync_e2e.server
 
 
 def pulled(store: Store, *records: dict[str, Any]) -> list[str]:
@@ -230,3 +240,34 @@ def test_search_page_says_it_needs_a_connection_when_the_server_is_unreachable(
     assert shows(window, "The server is not answering.")
     assert not find(window, "serverSearchButton").isEnabled()
     screenshot(window, artifacts / "scope-search-offline-360x720.png")
+
+
+def test_a_search_that_finds_the_server_gone_says_so_instead_of_no_results(
+    run: Runner,
+    open_window: Open,
+    services: Services,
+    store: Store,
+    bus: EventBus,
+    server: EmbeddedServer,
+    engines: EngineRun,
+) -> None:
+    token = server.add_device("phone-ana")
+    engine = make_engine(store, bus, services, server.base_url, token)
+    client = ServerClient(server.base_url, lambda: token)
+    services.engine = engine
+    services.finder = Finder(store, services.executor, client, bus)
+    app_vm, window = open_window(360, 720)
+    engines.start(engine)
+    run.until(lambda: app_vm.status.connectivity == "online", 15)
+    app_vm.open("search")
+    run(app_vm.wait_idle())
+    assert find(window, "serverSearchButton").isEnabled()
+    server.stop()  # killed between the last sync and the search
+    type_into(window, find(window, "serverSearchField"), "valve")
+    click(window, find(window, "serverSearchButton"))
+    run.until(lambda: not app_vm.search.loading and app_vm.search.connectionNotice != "", 15)
+    run.pause(0.1)
+    assert shows(window, "needs a connection to the server. The server is not answering.")
+    assert not shows(window, "No work order matches")
+    assert not find(window, "serverSearchButton").isEnabled()
+    run(client.aclose())

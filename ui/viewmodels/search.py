@@ -63,6 +63,7 @@ class SearchViewModel(ViewModel):
         self._services = services
         self._query = ""
         self._searched = ""  # the query the results are for
+        self._answered = False  # the server answered it (else no "nothing matches")
         self._results: list[dict[str, Any]] = []
         self._held: set[str] = set()
         self._unreachable = False  # the last search found no server, whatever was said before
@@ -96,6 +97,7 @@ class SearchViewModel(ViewModel):
             return
         self._generation += 1
         self._searched, self._results, self._cursor, self._current = query, [], None, None
+        self._answered = False
         self._tasks.start(self._fetch(self._generation, query, None), "search")
 
     @Slot()
@@ -166,6 +168,7 @@ class SearchViewModel(ViewModel):
         if generation != self._generation:
             return  # a newer search replaced this one
         self._unreachable = False
+        self._answered = True
         records = [r for r in page.records if isinstance(r.get("id"), str)]
         self._results.extend(records)
         self._held |= {r["id"] for r in records if r.get("available_offline")}
@@ -232,7 +235,7 @@ class SearchViewModel(ViewModel):
     def summary(self) -> str:
         if self._loading and not self._results:
             return "Searching the server…"
-        if not self._searched:
+        if not self._answered:
             return ""
         count = len(self._results)
         if count == 0:
