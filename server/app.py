@@ -11,7 +11,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse, Response
 
-from server import changes, routes_conflicts, routes_mutations
+from server import attachments, changes, routes_conflicts, routes_mutations, routes_uploads
+from server.blobs import BlobStore, RunningHashes, attachments_root
 from server.database import open_store
 from server.http import Admin, CorrelationMiddleware, ServerContext, install_error_handlers
 from server.idempotency import abandon_claims, prune_expired
@@ -21,6 +22,7 @@ from server.openapi import error_responses
 from server.openapi_inputs import exact_document
 from server.ratelimit import RateLimiter
 from server.settings import Settings
+from server.uploads import prune_expired_uploads
 
 __all__ = ["create_app"]
 
@@ -34,8 +36,10 @@ def _prune_forever(context: ServerContext, stop: threading.Event) -> None:
         try:
             removed = prune_expired(context.store, context.settings)
             log_event(logger, logging.INFO, "pruned idempotency keys", removed=removed)
+            removed = prune_expired_uploads(context.store, context.blobs, context.settings)
+            log_event(logger, logging.INFO, "pruned expired uploads", removed=removed)
         except Exception:
-            logger.exception("pruning idempotency keys failed; will retry")
+            logger.exception("pruning idempotency keys or uploads failed; will retry")
         if stop.wait(context.settings.prune_interval_seconds):
             return
 
@@ -50,6 +54,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             settings.rate_limit_burst, settings.rate_limit_per_second, settings.monotonic
         ),
         metrics=Metrics(),
+        blobs=BlobStore(attachments_root(settings)),
+        hashes=RunningHashes(),
     )
 
     @asynccontextmanager
@@ -82,6 +88,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_mutations.router)
     app.include_router(changes.router)
     app.include_router(routes_conflicts.router)
+    app.include_router(routes_uploads.router)
+    app.include_router(attachments.router)
 
     @app.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, str]:

@@ -16,10 +16,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
+from server.attachments import attachment_changes, attachments_of, with_attachments
 from server.http import ApiError, CurrentDevice, ServerContext
 from server.models import BIGINT_MAX
 from server.mutations import record_json
-from server.openapi import ChangesPage, RecordReply, error_responses
+from server.openapi import ChangesPage, RecordRead, error_responses
+from server.uploads import attachment_change_json
 from server.wire import UrlInteger, wire_entity_id
 
 __all__ = ["router"]
@@ -58,16 +60,28 @@ def get_changes(
     page_size = min(limit or settings.changes_default_limit, settings.changes_max_limit)
     table = context.store.tables.WorkOrder
     rows = list(table.select().where(table.seq > after).order_by(table.seq).limit(page_size + 1))
-    has_more = len(rows) > page_size
-    rows = rows[:page_size]
-    next_token = str(rows[-1].seq) if rows else str(after)
-    return {"changes": [record_json(row) for row in rows], "next": next_token, "has_more": has_more}
+    # Work orders and attachments number their changes from one counter: one sequence.
+    files = attachment_changes(context.store, after, page_size + 1)
+    seqs = sorted([int(row.seq) for row in rows] + [int(row.seq) for row in files])
+    has_more = len(seqs) > page_size
+    last = seqs[page_size - 1] if has_more else (seqs[-1] if seqs else after)
+    rows = [row for row in rows if row.seq <= last]
+    files = [row for row in files if row.seq <= last]
+    listed = attachments_of(context.store, [row.id for row in rows])
+    page: dict[str, Any] = {
+        "changes": [with_attachments(record_json(row), listed) for row in rows],
+        "next": str(last),
+        "has_more": has_more,
+    }
+    if files:  # left out when there are none: the page keeps its shape for older clients
+        page["attachments"] = [attachment_change_json(row) for row in files]
+    return page
 
 
 @router.get(
     "/records/{entity_id}",
     responses={
-        200: {"model": RecordReply, "headers": _ETAG},
+        200: {"model": RecordRead, "headers": _ETAG},
         304: {"description": "ETag matched", "headers": _ETAG},
         **error_responses(401, 404, 429),
     },
@@ -92,4 +106,5 @@ def get_record(
         candidates = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
         if etag in candidates or "*" in candidates:
             return Response(status_code=304, headers={"ETag": etag})
-    return JSONResponse({"record": record_json(row)}, headers={"ETag": etag})
+    record = with_attachments(record_json(row), attachments_of(context.store, [row.id]))
+    return JSONResponse({"record": record}, headers={"ETag": etag})

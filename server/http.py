@@ -20,6 +20,7 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.auth import AuthenticatedDevice, authenticate
+from server.blobs import BlobStore, RunningHashes
 from server.database import Store
 from server.idempotency import Reply
 from server.logs import correlation_id, log_event
@@ -51,6 +52,7 @@ _ERROR_NAMES = {
 }
 _CORRELATION_SHAPE = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 BATCH_PATH = "/v1/mutations/batch"
+UPLOADS_PATH = "/v1/uploads"
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class ServerContext:
     store: Store
     limiter: RateLimiter
     metrics: Metrics
+    blobs: BlobStore
+    hashes: RunningHashes
 
 
 class ApiError(Exception):
@@ -152,11 +156,8 @@ class CorrelationMiddleware:
         state = scope.setdefault("state", {})
         started = time.perf_counter()
         status = 500
-        limit = (
-            self.settings.max_batch_body_bytes
-            if scope["path"] == BATCH_PATH
-            else self.settings.max_body_bytes
-        )
+        limit = self._body_limit(scope["path"])
+        tus = scope["path"].startswith(UPLOADS_PATH)
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -164,6 +165,8 @@ class CorrelationMiddleware:
                 status = message["status"]
                 headers = list(message.get("headers", []))
                 headers.append((b"x-correlation-id", cid.encode("ascii")))
+                if tus and not any(name == b"tus-resumable" for name, _ in headers):
+                    headers.append((b"tus-resumable", b"1.0.0"))  # tus: on every answer
                 message = {**message, "headers": headers}
             await send(message)
 
@@ -202,6 +205,14 @@ class CorrelationMiddleware:
                 device=state.get("device_name"),
             )
             correlation_id.reset(token)
+
+    def _body_limit(self, path: str) -> int:
+        """The largest body a request to `path` may carry."""
+        if path == BATCH_PATH:
+            return self.settings.max_batch_body_bytes
+        if path.startswith(UPLOADS_PATH):
+            return self.settings.max_upload_bytes  # a chunk never exceeds its upload
+        return self.settings.max_body_bytes
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

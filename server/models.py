@@ -10,12 +10,14 @@ import peewee as pw
 __all__ = [
     "BIGINT_MAX",
     "INTEGER_MAX",
+    "Attachment",
     "ChangeCounter",
     "Conflict",
     "ConflictAudit",
     "Device",
     "IdempotencyKey",
     "Tables",
+    "Upload",
     "WorkOrderRow",
     "bind_models",
 ]
@@ -119,6 +121,43 @@ class ConflictAudit(_Base):
     chosen = pw.TextField()
 
 
+class Upload(_Base):
+    """One tus upload: a device's file on its way, named by the device's `attachment_id`."""
+
+    id = pw.CharField(max_length=32, primary_key=True)
+    device_id = pw.IntegerField()
+    attachment_id = pw.CharField(max_length=36, unique=True)
+    entity_id = pw.CharField(max_length=36)
+    filename = pw.CharField(max_length=255)
+    content_type = pw.CharField(max_length=255)
+    sha256 = pw.CharField(max_length=64)
+    length = pw.BigIntegerField()
+    offset = pw.BigIntegerField()
+    #: Epoch seconds; an unfinished upload idle this long is pruned with its partial file.
+    expires_at = pw.DoubleField(index=True)
+    complete = pw.BooleanField()
+
+    class Meta:
+        indexes = ((("device_id", "attachment_id"), True),)
+
+
+class Attachment(_Base):
+    """A file that belongs to a work order; `seq` is its place in the changes feed."""
+
+    id = pw.CharField(max_length=36, primary_key=True)
+    entity_id = pw.CharField(max_length=36, index=True)
+    filename = pw.CharField(max_length=255)
+    content_type = pw.CharField(max_length=255)
+    size = pw.BigIntegerField()
+    sha256 = pw.CharField(max_length=64, index=True)
+    created_at = pw.CharField(max_length=40)
+    created_by = pw.CharField(max_length=100)
+    deleted = pw.BooleanField()
+    deleted_at = pw.CharField(max_length=40, null=True)
+    deleted_by = pw.CharField(max_length=100, null=True)
+    seq = pw.BigIntegerField(unique=True)
+
+
 M = TypeVar("M", bound=pw.Model)
 
 
@@ -140,6 +179,8 @@ class Tables:
     IdempotencyKey: type[IdempotencyKey]
     Conflict: type[Conflict]
     ConflictAudit: type[ConflictAudit]
+    Upload: type[Upload]
+    Attachment: type[Attachment]
 
     def all(self) -> list[type[pw.Model]]:
         return [
@@ -149,6 +190,8 @@ class Tables:
             self.IdempotencyKey,
             self.Conflict,
             self.ConflictAudit,
+            self.Upload,
+            self.Attachment,
         ]
 
 
@@ -160,4 +203,6 @@ def bind_models(database: pw.Database) -> Tables:
         IdempotencyKey=_bound(IdempotencyKey, database),
         Conflict=_bound(Conflict, database),
         ConflictAudit=_bound(ConflictAudit, database),
+        Upload=_bound(Upload, database),
+        Attachment=_bound(Attachment, database),
     )

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from app.records import WorkOrder
 
 __all__ = [
+    "AttachmentRemoved",
     "BatchReply",
     "ChangesPage",
     "ConflictList",
@@ -24,6 +25,7 @@ __all__ = [
     "KeyInUse",
     "KeyProblem",
     "KeyReused",
+    "RecordRead",
     "RecordReply",
     "UnreadableBody",
     "VersionConflict",
@@ -44,8 +46,50 @@ class RecordReply(BaseModel):
     record: Record
 
 
+class AttachmentInfo(BaseModel):
+    """A file of a work order, as its record lists it."""
+
+    id: str
+    filename: str
+    content_type: str
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern="^[0-9a-f]{64}$")
+    created_at: str
+    created_by: str
+
+
+class AttachmentChange(AttachmentInfo):
+    """An attachment in the changes feed; a removed one is a tombstone (`deleted`)."""
+
+    entity_id: str
+    deleted: bool
+    deleted_at: str | None
+    deleted_by: str | None
+
+
+class AttachmentRemoved(BaseModel):
+    attachment: AttachmentChange
+
+
+class StoredRecord(Record):
+    """A record as reads return it: with its live attachments (which never move `version`)."""
+
+    attachments: list[AttachmentInfo] | None = Field(
+        default=None, description="Present once the work order has, or had, an attachment"
+    )
+
+
+class RecordRead(BaseModel):
+    record: StoredRecord
+
+
 class ChangesPage(BaseModel):
-    changes: list[Record]
+    changes: list[StoredRecord]
+    attachments: list[AttachmentChange] | None = Field(
+        default=None,
+        description="Attachments added or removed (tombstones), in the change order of"
+        " `changes`; present when the page holds any",
+    )
     next: str = Field(description="The `since` token for the following page")
     has_more: bool
 

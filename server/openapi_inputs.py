@@ -305,6 +305,66 @@ def _drop_null(operation: dict[str, Any]) -> None:
             parameter["schema"] = {**kept[0], **extra} if len(kept) == 1 else parameter["schema"]
 
 
+#: server.routes_uploads: an upload id is 32 lowercase hex digits.
+UPLOAD_ID_PATTERN = "^[0-9a-f]{32}$"
+_TUS_RESUMABLE = {"required": True, "schema": {"type": "string", "enum": ["1.0.0"]}}
+_OCTETS = {"schema": {"type": "string", "format": "binary"}}
+
+
+def _upload_rules(paths: dict[str, Any], settings: Settings) -> None:
+    """The tus routes' headers as `server.routes_uploads` reads them."""
+    created, one = paths["/v1/uploads"], paths["/v1/uploads/{upload_id}"]
+    for operation in (created["post"], *one.values()):
+        _set_parameter(operation, "Tus-Resumable", **_TUS_RESUMABLE)
+    for operation in one.values():
+        _set_parameter(
+            operation, "upload_id", schema={"type": "string", "pattern": UPLOAD_ID_PATTERN}
+        )
+    _set_parameter(
+        created["post"],
+        "Upload-Length",
+        required=True,
+        description="The file's size in bytes",
+        schema={"type": "string", "pattern": _upload_length(settings)},
+    )
+    _set_parameter(
+        created["post"],
+        "Upload-Metadata",
+        required=True,
+        description=(
+            "`key base64(value)` pairs, comma-separated: attachment_id (a UUID, the"
+            " attachment's idempotency key), entity_id, filename, content_type, sha256 (hex)"
+        ),
+        schema={"type": "string"},
+    )
+    created["post"]["requestBody"] = {
+        "required": False,
+        "description": "creation-with-upload: the first bytes of the file",
+        "content": {"application/offset+octet-stream": _OCTETS},
+    }
+    one["patch"]["requestBody"] = {
+        "required": True,
+        "content": {"application/offset+octet-stream": _OCTETS},
+    }
+    _set_parameter(
+        one["patch"],
+        "Upload-Checksum",
+        schema={"type": "string", "pattern": "^sha256 [A-Za-z0-9+/]{43}=$"},
+    )
+    attachment_paths = [path for path in paths if path.startswith("/v1/attachments/")]
+    for path in attachment_paths:
+        for operation in paths[path].values():
+            _set_parameter(operation, "attachment_id", schema=_ENTITY_ID)
+    _set_parameter(
+        paths["/v1/attachments/{attachment_id}"]["delete"], "Idempotency-Key", **_IDEMPOTENCY_KEY
+    )
+
+
+def _upload_length(settings: Settings) -> str:
+    """Digits of a number at most `max_upload_bytes` (an empty value is no length)."""
+    return decimal_at_most(settings.max_upload_bytes).replace("{0,", "{1,", 1)
+
+
 def exact_document(generated: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """FastAPI's document for this server, with the hand-checked rules and the links added."""
     document = copy.deepcopy(generated)
@@ -331,6 +391,8 @@ def exact_document(generated: dict[str, Any], settings: Settings) -> dict[str, A
         schema={"type": "string", "enum": list(STATUSES)},
     )
     _set_parameter(paths["/v1/records/{entity_id}"]["get"], "entity_id", schema=_ENTITY_ID)
+
+    _upload_rules(paths, settings)
 
     schemas = document["components"]["schemas"]
     for method, path, body in (

@@ -54,6 +54,16 @@ class Settings:
     rate_limit_per_second: float = 30.0
     #: How often the background pruner deletes expired idempotency keys.
     prune_interval_seconds: float = 3600.0
+    #: Where attachment files live (content-addressed) and unfinished uploads wait; None puts
+    #: them in `attachments/` beside a SQLite database, or in the XDG data dir for PostgreSQL.
+    attachments_dir: str | None = None
+    #: Largest file a tus upload may announce (`Upload-Length`; 413 above it).
+    max_upload_bytes: int = 100 * 1024 * 1024
+    #: The media types an attachment may have (`type/*` allows a whole family; 415 otherwise).
+    attachment_content_types: tuple[str, ...] = ("image/*", "application/pdf", "audio/*",
+                                                 "text/plain")  # fmt: skip
+    #: An unfinished upload expires this long after its last chunk (`Upload-Expires`).
+    upload_expiry_seconds: float = 7 * _DAY
     changes_default_limit: int = 100
     changes_max_limit: int = 1000
     #: Wall clock (epoch seconds); injected by tests of retention and rate limiting.

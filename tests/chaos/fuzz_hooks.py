@@ -35,3 +35,7 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
         fresh = str(uuid.uuid4())
         case.headers[_HEADER] = fresh
         _first_request[fresh] = request
+
+
+# A tus chunk (`PATCH /v1/uploads/{id}`, creation-with-upload) is raw bytes, like octet-stream.
+schemathesis.serializer.alias("application/offset+octet-stream", "application/octet-stream")

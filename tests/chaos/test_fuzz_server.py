@@ -23,6 +23,26 @@ from tests.support.serve import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_ENV = "FIELDSYNC_FUZZ_TOKEN"
+# tus (https://tus.io/protocols/resumable-upload) answers a missing or other `Tus-Resumable`
+# with 412 Precondition Failed, which schemathesis does not count among the refusals. And no
+# schema can spell out `Upload-Metadata` (base64 of a UUID, of a media type…): what the document
+# allows there the server may still refuse as invalid (422).
+_REFUSED = ["400", "401", "403", "404", "405", "406", "409", "415", "422", "428", "429", "5xx"]
+_ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]
+_MISSING = ["400", "401", "403", "406", "415", "422"]
+TUS_OPERATIONS = f"""
+[[operations]]
+include-path = "/v1/uploads"
+include-method = "POST"
+checks.positive_data_acceptance.expected-statuses = {json.dumps([*_ACCEPTED, "422"])}
+checks.negative_data_rejection.expected-statuses = {json.dumps([*_REFUSED, "412"])}
+checks.missing_required_header.expected-statuses = {json.dumps([*_MISSING, "412"])}
+
+[[operations]]
+include-path-regex = "^/v1/uploads"
+checks.negative_data_rejection.expected-statuses = {json.dumps([*_REFUSED, "412"])}
+checks.missing_required_header.expected-statuses = {json.dumps([*_MISSING, "412"])}
+"""
 # The token reaches schemathesis as the document's bearer scheme, not as a plain header, so
 # that its `ignored_auth` and missing-header checks can leave it out.
 CONFIG = f"""
@@ -31,7 +51,7 @@ bearer = "${{{TOKEN_ENV}}}"
 
 [phases.stateful.generation]
 max-examples = {max(30, SCALE.fuzz_examples)}
-"""
+{TUS_OPERATIONS}"""
 CONFLICT_LINKS = {
     f"POST /v1/conflicts -> [201] {name} -> {target}"
     for name, target in (
@@ -118,7 +138,7 @@ def test_schemathesis_with_every_check_finds_nothing(
         "fuzzing": "success",
         "stateful": "success",
     }
-    assert run["operations"]["tested"] == run["operations"]["total"] == 11
+    assert run["operations"]["tested"] == run["operations"]["total"] == 19
     assert cases["generated"] > 300
     assert declared == declared_links(server_process) >= len(CONFLICT_LINKS)
     assert followed & CONFLICT_LINKS, sorted(followed)

@@ -1,0 +1,308 @@
+"""tus 1.0.0 under `/v1/uploads`: core protocol plus creation, creation-with-upload, checksum
+(sha256), termination and expiration.
+
+A PATCH streams its body into the upload's partial file as it arrives (memory stays flat) and
+fsyncs it before the offset moves; a connection cut mid-body keeps what arrived, unless the
+chunk carried `Upload-Checksum` (what arrived cannot be checked, so it is dropped). The chunk
+that brings the last byte is accepted only if the whole file matches the announced sha256;
+otherwise the upload starts again at 0. Implemented here rather than with `tuspyserver`: that
+router keeps its state in JSON files beside the bytes and has no checksum extension, while an
+upload here is keyed by the device's `attachment_id`, owned by one device, and completes into
+a database row of the work order in the same write transaction as its change number.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import email.utils
+import hashlib
+import os
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Request, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+
+from server.blobs import UploadBusy, file_sha256
+from server.http import ApiError, CurrentDevice, ServerContext
+from server.models import BIGINT_MAX, Upload
+from server.openapi_uploads import (
+    DELETE_RESPONSES,
+    HEAD_RESPONSES,
+    OPTIONS_RESPONSES,
+    PATCH_RESPONSES,
+    POST_RESPONSES,
+)
+from server.uploads import (
+    complete_upload,
+    create_or_resume,
+    find_upload,
+    move_offset,
+    parse_upload_request,
+    terminate_upload,
+)
+from server.wire import UrlInteger
+
+__all__ = ["TUS_EXTENSIONS", "TUS_VERSION", "router"]
+
+router = APIRouter(prefix="/v1", tags=["uploads"])
+
+TUS_VERSION = "1.0.0"
+TUS_EXTENSIONS = "creation,creation-with-upload,checksum,termination,expiration"
+_OFFSET_STREAM = "application/offset+octet-stream"
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def _tus_resumable(
+    tus_resumable: Annotated[str | None, Header(alias="Tus-Resumable")] = None,
+) -> None:
+    if tus_resumable != TUS_VERSION:
+        raise ApiError(412, {"error": "unsupported_tus_version"}, {"Tus-Version": TUS_VERSION})
+
+
+TusResumable = Annotated[None, Depends(_tus_resumable)]
+
+
+def _context(request: Request) -> ServerContext:
+    context: ServerContext = request.app.state.server
+    return context
+
+
+def _http_date(epoch: float) -> str:
+    return email.utils.formatdate(epoch, usegmt=True)
+
+
+def _state_headers(row: Upload) -> dict[str, str]:
+    headers = {"Upload-Offset": str(row.offset), "Cache-Control": "no-store"}
+    if not row.complete:
+        headers["Upload-Expires"] = _http_date(row.expires_at)
+    return headers
+
+
+def _own_upload(context: ServerContext, device_id: int, upload_id: str) -> Upload:
+    """The device's upload, or 404 (missing, another device's) / 410 (expired, now removed)."""
+    row = find_upload(context.store, device_id, upload_id)
+    if row is None:
+        raise ApiError(404, {"error": "not_found"})
+    if not row.complete and row.expires_at <= context.settings.clock():
+        terminate_upload(context.store, context.blobs, row)
+        raise ApiError(410, {"error": "upload_expired"})
+    return row
+
+
+def _checksum(header: str | None) -> bytes | None:
+    """The digest an `Upload-Checksum: sha256 <base64>` announces (400 if unusable)."""
+    if header is None:
+        return None
+    algorithm, _, encoded = header.strip().partition(" ")
+    if algorithm.lower() != "sha256":
+        raise ApiError(
+            400, {"error": "invalid_checksum", "detail": "Tus-Checksum-Algorithm: sha256"}
+        )
+    try:
+        digest = base64.b64decode(encoded.strip(), validate=True)
+    except binascii.Error:
+        digest = b""
+    if len(digest) != hashlib.sha256().digest_size:
+        raise ApiError(400, {"error": "invalid_checksum", "detail": "not a base64 sha256"})
+    return digest
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _mismatch(detail: str) -> ApiError:
+    return ApiError(460, {"error": "checksum_mismatch", "detail": detail})
+
+
+async def _receive(
+    request: Request, context: ServerContext, device_name: str, row: Upload, claimed: int
+) -> Upload:
+    """Append the request body at `claimed` (the offset the client says it sends from)."""
+    expected = _checksum(request.headers.get("upload-checksum"))
+    declared = request.headers.get("content-length")
+    try:
+        with context.blobs.writing(row.id) as fd:
+            current = await run_in_threadpool(find_upload, context.store, row.device_id, row.id)
+            if current is None:
+                raise ApiError(404, {"error": "not_found"})
+            if claimed != current.offset or current.complete:
+                raise ApiError(
+                    409, {"error": "offset_mismatch"}, {"Upload-Offset": str(current.offset)}
+                )
+            start = current.offset
+            if declared and declared.isdigit() and start + int(declared) > current.length:
+                raise ApiError(413, {"error": "payload_too_large", "detail": "past Upload-Length"})
+            return await _append(request, context, device_name, current, fd, start, expected)
+    except UploadBusy:
+        raise ApiError(423, {"error": "upload_locked"}) from None
+    except FileNotFoundError:
+        return await run_in_threadpool(_recover, context, device_name, row)
+
+
+async def _append(
+    request: Request,
+    context: ServerContext,
+    device_name: str,
+    row: Upload,
+    fd: int,
+    start: int,
+    expected: bytes | None,
+) -> Upload:
+    os.ftruncate(fd, start)  # bytes past the last acknowledged offset (a killed PATCH) go
+    os.lseek(fd, start, os.SEEK_SET)
+    chunk = hashlib.sha256() if expected is not None else None
+    whole = context.hashes.resume(row.id, start)
+    received = 0
+    cut = False
+    try:
+        async for piece in request.stream():
+            if start + received + len(piece) > row.length:
+                os.ftruncate(fd, start)
+                raise ApiError(413, {"error": "payload_too_large", "detail": "past Upload-Length"})
+            _write_all(fd, piece)
+            received += len(piece)
+            if chunk is not None:
+                chunk.update(piece)
+            if whole is not None:
+                whole.update(piece)
+    except ClientDisconnect:
+        cut = True
+    if chunk is not None and (cut or chunk.digest() != expected):
+        os.ftruncate(fd, start)
+        raise _mismatch("the chunk does not match Upload-Checksum")
+    await run_in_threadpool(os.fsync, fd)
+    offset = start + received
+    if offset < row.length:
+        await run_in_threadpool(move_offset, context.store, context.settings, row, offset)
+        if whole is not None:
+            context.hashes.keep(row.id, offset, whole)
+        return row
+    context.hashes.forget(row.id)
+    if whole is not None:
+        digest = whole.hexdigest()
+    else:
+        digest = await run_in_threadpool(file_sha256, context.blobs.partial_path(row.id))
+    if digest != row.sha256:
+        os.ftruncate(fd, 0)
+        await run_in_threadpool(os.fsync, fd)
+        await run_in_threadpool(move_offset, context.store, context.settings, row, 0)
+        raise _mismatch("the file does not match its sha256; the upload starts again at 0")
+    await run_in_threadpool(complete_upload, context.store, context.blobs, row, device_name)
+    return row
+
+
+def _recover(context: ServerContext, device_name: str, row: Upload) -> Upload:
+    """The partial file is gone: completed (or terminated) by another request, or renamed onto
+    its blob by a process that died before recording it."""
+    current = find_upload(context.store, row.device_id, row.id)
+    if current is None:
+        raise ApiError(404, {"error": "not_found"})
+    if not current.complete:
+        if context.blobs.has_blob(current.sha256):
+            complete_upload(context.store, context.blobs, current, device_name)
+        else:
+            context.blobs.create_partial(current.id)
+            move_offset(context.store, context.settings, current, 0)
+    raise ApiError(409, {"error": "offset_mismatch"}, {"Upload-Offset": str(current.offset)})
+
+
+@router.options("/uploads", status_code=204, response_class=Response, responses=OPTIONS_RESPONSES)
+def upload_options(request: Request) -> Response:
+    """What this tus server supports (no authentication needed)."""
+    settings = _context(request).settings
+    return Response(
+        status_code=204,
+        headers={
+            "Tus-Resumable": TUS_VERSION,
+            "Tus-Version": TUS_VERSION,
+            "Tus-Max-Size": str(settings.max_upload_bytes),
+            "Tus-Extension": TUS_EXTENSIONS,
+            "Tus-Checksum-Algorithm": "sha256",
+        },
+    )
+
+
+@router.post("/uploads", status_code=201, response_class=Response, responses=POST_RESPONSES)
+async def create_upload(
+    request: Request,
+    device: CurrentDevice,
+    tus: TusResumable,
+    upload_length: Annotated[str | None, Header(alias="Upload-Length")] = None,
+    upload_metadata: Annotated[str | None, Header(alias="Upload-Metadata")] = None,
+) -> Response:
+    """Create the upload of one attachment, or find it again by its `attachment_id`."""
+    context = _context(request)
+    wanted = parse_upload_request(upload_length, upload_metadata, context.settings)
+    row = await run_in_threadpool(
+        create_or_resume, context.store, context.blobs, context.settings, device, wanted
+    )
+    if row.length == 0 and not row.complete:
+        if row.sha256 != _EMPTY_SHA256:
+            raise _mismatch("the file does not match its sha256")
+        await run_in_threadpool(complete_upload, context.store, context.blobs, row, device.name)
+    elif _media(request) == _OFFSET_STREAM and row.offset == 0 and not row.complete:
+        row = await _receive(request, context, device.name, row, 0)
+    return Response(
+        status_code=201, headers={"Location": f"/v1/uploads/{row.id}", **_state_headers(row)}
+    )
+
+
+def _media(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+@router.head("/uploads/{upload_id}", response_class=Response, responses=HEAD_RESPONSES)
+def upload_offset(
+    request: Request, device: CurrentDevice, tus: TusResumable, upload_id: str
+) -> Response:
+    """Where to resume: `Upload-Offset` of `Upload-Length` bytes."""
+    row = _own_upload(_context(request), device.id, upload_id)
+    headers = {**_state_headers(row), "Upload-Length": str(row.length)}
+    return Response(status_code=200, headers=headers)
+
+
+@router.patch("/uploads/{upload_id}", status_code=204, response_class=Response,
+              responses=PATCH_RESPONSES)  # fmt: skip
+async def append_chunk(
+    request: Request,
+    device: CurrentDevice,
+    tus: TusResumable,
+    upload_id: str,
+    upload_offset: Annotated[int, Header(alias="Upload-Offset", ge=0, le=BIGINT_MAX), UrlInteger],
+    upload_checksum: Annotated[str | None, Header(alias="Upload-Checksum")] = None,
+) -> Response:
+    """Append the body at `Upload-Offset`; answers the new offset."""
+    context = _context(request)
+    if _media(request) != _OFFSET_STREAM:
+        raise ApiError(415, {"error": "unsupported_media_type", "detail": _OFFSET_STREAM})
+    row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
+    _checksum(upload_checksum)
+    row = await _receive(request, context, device.name, row, upload_offset)
+    return Response(status_code=204, headers=_state_headers(row))
+
+
+@router.delete("/uploads/{upload_id}", status_code=204, response_class=Response,
+               responses=DELETE_RESPONSES)  # fmt: skip
+def terminate(
+    request: Request, device: CurrentDevice, tus: TusResumable, upload_id: str
+) -> Response:
+    """Give up an unfinished upload: its bytes are removed (a finished one is an attachment)."""
+    context = _context(request)
+    row = _own_upload(context, device.id, upload_id)
+    try:
+        with context.blobs.writing(row.id):
+            removed = terminate_upload(context.store, context.blobs, row)
+    except UploadBusy:
+        raise ApiError(423, {"error": "upload_locked"}) from None
+    except FileNotFoundError:
+        removed = terminate_upload(context.store, context.blobs, row)
+    if not removed:
+        raise ApiError(409, {"error": "upload_complete"})
+    context.hashes.forget(row.id)
+    return Response(status_code=204)

@@ -1,0 +1,275 @@
+"""The tus upload's life in the database: created once per `attachment_id`, its offset moved
+forward chunk by chunk, and, once the whole file matched its sha256, an attachment of the work
+order (with a change number of its own, so the work order's version never moves).
+
+The `attachment_id` a device fixes when the file is attached is the upload's idempotency key:
+the unique index on it decides a race between two POSTs, and a POST repeated (a lost 201, an app
+restart) finds the same upload. The offset in the database is what HEAD reports and PATCH
+checks; it only moves after the bytes before it were fsynced, so a server killed mid-PATCH
+resumes from the last chunk it acknowledged (the partial file is cut back to it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from server.auth import AuthenticatedDevice
+from server.blobs import BlobStore
+from server.database import Store
+from server.http import ApiError
+from server.models import Attachment, Upload
+from server.mutations import now_iso
+from server.settings import Settings
+from server.wire import wire_entity_id
+
+__all__ = [
+    "METADATA_KEYS",
+    "UploadRequest",
+    "attachment_change_json",
+    "attachment_json",
+    "complete_upload",
+    "content_type_allowed",
+    "create_or_resume",
+    "find_upload",
+    "move_offset",
+    "parse_upload_request",
+    "prune_expired_uploads",
+    "terminate_upload",
+]
+
+#: The `Upload-Metadata` keys a Fieldsync upload carries, all required.
+METADATA_KEYS = ("attachment_id", "entity_id", "filename", "content_type", "sha256")
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_MEDIA_TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$")
+
+
+@dataclass(frozen=True)
+class UploadRequest:
+    """A POST's announced file, checked."""
+
+    attachment_id: str
+    entity_id: str
+    filename: str
+    content_type: str
+    sha256: str
+    length: int
+
+
+def _invalid(detail: str) -> ApiError:
+    return ApiError(422, {"error": "invalid_payload", "detail": detail})
+
+
+def _metadata(header: str | None) -> dict[str, str]:
+    """tus `Upload-Metadata`: comma-separated `key base64(value)` pairs."""
+    found: dict[str, str] = {}
+    for pair in (header or "").split(","):
+        if not pair.strip():
+            continue
+        key, _, encoded = pair.strip().partition(" ")
+        if key in found:
+            raise _invalid(f"Upload-Metadata: {key[:40]!r} given twice")
+        try:
+            found[key] = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise _invalid(f"Upload-Metadata: {key[:40]!r} is not base64 of UTF-8 text") from None
+    return found
+
+
+def parse_upload_request(
+    length: str | None, metadata_header: str | None, settings: Settings
+) -> UploadRequest:
+    """The POST's headers as an `UploadRequest`; ApiError 422/413/415 with the reason."""
+    if length is None or not (length.isascii() and length.isdigit()) or len(length) > 19:
+        raise _invalid("Upload-Length: the file's size in bytes is required")
+    size = int(length)
+    metadata = _metadata(metadata_header)
+    missing = [key for key in METADATA_KEYS if key not in metadata]
+    if missing:
+        raise _invalid(f"Upload-Metadata: missing {', '.join(missing)}")
+    attachment_id = wire_entity_id(metadata["attachment_id"])
+    entity_id = wire_entity_id(metadata["entity_id"])
+    if attachment_id is None or entity_id is None:
+        raise _invalid("Upload-Metadata: attachment_id and entity_id must be UUIDs")
+    if not _SHA256.match(metadata["sha256"]):
+        raise _invalid("Upload-Metadata: sha256 must be 64 hex digits")
+    filename = metadata["filename"]
+    if not filename.strip() or len(filename) > 255 or _CONTROL.search(filename):
+        raise _invalid("Upload-Metadata: filename must be 1-255 printable characters")
+    content_type = metadata["content_type"].split(";")[0].strip().lower()
+    if not _MEDIA_TYPE.match(content_type):
+        raise _invalid("Upload-Metadata: content_type must be a media type like image/jpeg")
+    if size > settings.max_upload_bytes:
+        limit = settings.max_upload_bytes
+        raise ApiError(413, {"error": "payload_too_large", "detail": f"at most {limit} bytes"})
+    if not content_type_allowed(content_type, settings):
+        allowed = ", ".join(settings.attachment_content_types)
+        raise ApiError(415, {"error": "unsupported_media_type", "detail": f"allowed: {allowed}"})
+    return UploadRequest(
+        attachment_id, entity_id, filename, content_type, metadata["sha256"].lower(), size
+    )
+
+
+def content_type_allowed(content_type: str, settings: Settings) -> bool:
+    family = content_type.split("/")[0] + "/*"
+    allowed = {pattern.lower() for pattern in settings.attachment_content_types}
+    return content_type in allowed or family in allowed
+
+
+def find_upload(store: Store, device_id: int, upload_id: str) -> Upload | None:
+    """The device's own upload (another device's is as good as missing)."""
+    table = store.tables.Upload
+    row: Upload | None = table.get_or_none(table.id == upload_id, table.device_id == device_id)
+    return row
+
+
+def _same_file(row: Upload, request: UploadRequest) -> bool:
+    return (row.length, row.sha256, row.entity_id) == (
+        request.length,
+        request.sha256,
+        request.entity_id,
+    )
+
+
+def create_or_resume(
+    store: Store,
+    blobs: BlobStore,
+    settings: Settings,
+    device: AuthenticatedDevice,
+    request: UploadRequest,
+) -> Upload:
+    """The upload for `request.attachment_id`: the existing one, or a new one (404 if the work
+    order does not exist, 422 idempotency_key_reused if the id came with another file)."""
+    table = store.tables.Upload
+    now = settings.clock()
+    existing: Upload | None = table.get_or_none(table.attachment_id == request.attachment_id)
+    if existing is not None and not existing.complete and existing.expires_at <= now:
+        # Expired: the device starts over under the same id.
+        terminate_upload(store, blobs, existing)
+        existing = None
+    if existing is not None:
+        return _answer_existing(existing, device, request)
+    orders = store.tables.WorkOrder
+    order = orders.get_or_none(orders.id == request.entity_id)
+    if order is None or order.deleted:
+        raise ApiError(404, {"error": "not_found"})
+    upload_id = secrets.token_hex(16)
+    blobs.create_partial(upload_id)
+    values = {
+        "id": upload_id,
+        "device_id": device.id,
+        "attachment_id": request.attachment_id,
+        "entity_id": request.entity_id,
+        "filename": request.filename,
+        "content_type": request.content_type,
+        "sha256": request.sha256,
+        "length": request.length,
+        "offset": 0,
+        "expires_at": now + settings.upload_expiry_seconds,
+        "complete": False,
+    }
+    with store.db.atomic():
+        table.insert(**values).on_conflict_ignore().execute()
+    row: Upload = table.get(table.attachment_id == request.attachment_id)
+    if row.id != upload_id:  # a concurrent POST of the same attachment won
+        blobs.remove_partial(upload_id)
+        return _answer_existing(row, device, request)
+    return row
+
+
+def _answer_existing(row: Upload, device: AuthenticatedDevice, request: UploadRequest) -> Upload:
+    if row.device_id != device.id or not _same_file(row, request):
+        raise ApiError(422, {"error": "idempotency_key_reused"})
+    return row
+
+
+def move_offset(store: Store, settings: Settings, row: Upload, offset: int) -> None:
+    """Record that the partial file holds `offset` fsynced bytes (0: the upload restarts)."""
+    table = store.tables.Upload
+    expires_at = settings.clock() + settings.upload_expiry_seconds
+    with store.db.atomic():
+        table.update(offset=offset, expires_at=expires_at).where(
+            table.id == row.id,
+            table.complete == False,  # noqa: E712 - peewee's SQL
+        ).execute()
+    row.offset = offset
+    row.expires_at = expires_at
+
+
+def complete_upload(store: Store, blobs: BlobStore, row: Upload, device_name: str) -> None:
+    """The whole file matched: store it under its hash, attach it to the work order."""
+    if row.length == 0 or not blobs.has_blob(row.sha256) or blobs.partial_path(row.id).exists():
+        blobs.commit(row.id, row.sha256)
+    attachments = store.tables.Attachment
+    uploads = store.tables.Upload
+    with store.write_transaction() as sequence:
+        attachments.insert(
+            id=row.attachment_id,
+            entity_id=row.entity_id,
+            filename=row.filename,
+            content_type=row.content_type,
+            size=row.length,
+            sha256=row.sha256,
+            created_at=now_iso(),
+            created_by=device_name,
+            deleted=False,
+            seq=sequence.next(),
+        ).on_conflict_ignore().execute()
+        uploads.update(offset=row.length, complete=True).where(uploads.id == row.id).execute()
+    row.offset = row.length
+    row.complete = True
+
+
+def terminate_upload(store: Store, blobs: BlobStore, row: Upload) -> bool:
+    """Remove an unfinished upload and its bytes; False if it completed meanwhile."""
+    table = store.tables.Upload
+    with store.db.atomic():
+        removed = (
+            table.delete()
+            .where(table.id == row.id, table.complete == False)  # noqa: E712
+            .execute()
+        )
+    if removed:
+        blobs.remove_partial(row.id)
+    return bool(removed)
+
+
+def prune_expired_uploads(store: Store, blobs: BlobStore, settings: Settings) -> int:
+    """Remove unfinished uploads past their `Upload-Expires`; return how many."""
+    table = store.tables.Upload
+    expired = list(
+        table.select().where(
+            table.complete == False,  # noqa: E712
+            table.expires_at <= settings.clock(),
+        )
+    )
+    return sum(terminate_upload(store, blobs, row) for row in expired)
+
+
+def attachment_json(row: Attachment) -> dict[str, Any]:
+    """An attachment as a record lists it."""
+    return {
+        "id": row.id,
+        "filename": row.filename,
+        "content_type": row.content_type,
+        "size": row.size,
+        "sha256": row.sha256,
+        "created_at": row.created_at,
+        "created_by": row.created_by,
+    }
+
+
+def attachment_change_json(row: Attachment) -> dict[str, Any]:
+    """An attachment as the changes feed carries it (a removed one is a tombstone)."""
+    return {
+        **attachment_json(row),
+        "entity_id": row.entity_id,
+        "deleted": bool(row.deleted),
+        "deleted_at": row.deleted_at,
+        "deleted_by": row.deleted_by,
+    }
