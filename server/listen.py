@@ -21,7 +21,7 @@ import socket
 from typing import Any
 
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
 __all__ = ["NoDelayH11Protocol", "listening_socket", "set_nodelay", "uvicorn_config"]
 
@@ -49,12 +49,31 @@ def set_nodelay(transport: asyncio.BaseTransport) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
+class _BodyKeepingCycle(RequestResponseCycle):
+    """WORKAROUND: uvicorn's cycle answers `http.disconnect` as soon as the connection is
+    gone, dropping the body bytes it had already read (up to 64 KiB). A tus PATCH cut mid-body
+    keeps what arrived, so those bytes are handed over first."""
+
+    async def receive(self) -> Any:
+        if self.disconnected and self.body and not self.response_complete:
+            body, self.body = bytes(self.body), bytearray()
+            return {"type": "http.request", "body": body, "more_body": True}
+        return await super().receive()
+
+
 class NoDelayH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol, with `TCP_NODELAY` set on each connection it is given."""
+    """uvicorn's h11 protocol, with `TCP_NODELAY` set on each connection it is given (and a
+    request cut mid-body delivering every byte that arrived)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         set_nodelay(transport)
         super().connection_made(transport)
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        # The cycle is made here and its task starts on the next loop turn, after this.
+        if type(self.cycle) is RequestResponseCycle:
+            self.cycle.__class__ = _BodyKeepingCycle
 
 
 def uvicorn_config(app: Any, *, log_level: str | None = None, **options: Any) -> uvicorn.Config:
