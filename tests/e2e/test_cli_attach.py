@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from tests.e2e.conftest import run_cli
+from tests.support.serve import ServerProcess
 
 
 def test_attach_prints_the_id_last_and_attachments_lists_it(tmp_path: Path) -> None:
@@ -56,3 +57,22 @@ def test_attaching_what_is_not_a_file_is_one_line_and_exit_2(tmp_path: Path) -> 
     assert json.loads(run_cli(data_dir, "attachments", entity, "--json").stdout) == []
     unknown = run_cli(data_dir, "attachments", "no-such-order")
     assert unknown.returncode == 2
+
+
+def test_sync_until_idle_finishes_the_upload(
+    tmp_path: Path, server_process: ServerProcess, device_token: str
+) -> None:
+    data_dir = tmp_path / "device"
+    entity = run_cli(data_dir, "create", "title=Pump").stdout.strip().splitlines()[-1]
+    source = tmp_path / "reading.txt"
+    source.write_bytes(b"meter 0042517 kWh\n" * 200_000)  # 3.6 MB: several chunks
+    attachment_id = run_cli(data_dir, "attach", entity, str(source)).stdout.split()[-1]
+    result = run_cli(
+        data_dir, "--server", server_process.base_url, "sync", "--until-idle", "--timeout", "60",
+        token=device_token,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    [row] = json.loads(run_cli(data_dir, "attachments", entity, "--json").stdout)
+    assert (row["id"], row["state"], row["offset"]) == (attachment_id, "uploaded", row["size"])
+    status = json.loads(run_cli(data_dir, "status", "--json").stdout)
+    assert status["uploads"] == {"waiting": 0, "failed": 0, "bytes_waiting": 0}
