@@ -22,7 +22,7 @@ from server.openapi import error_responses
 from server.openapi_inputs import exact_document
 from server.ratelimit import RateLimiter
 from server.settings import Settings
-from server.uploads import prune_expired_uploads
+from server.uploads import prune_expired_uploads, prune_unused_files
 
 __all__ = ["create_app"]
 
@@ -37,7 +37,8 @@ def _prune_forever(context: ServerContext, stop: threading.Event) -> None:
             removed = prune_expired(context.store, context.settings)
             log_event(logger, logging.INFO, "pruned idempotency keys", removed=removed)
             removed = prune_expired_uploads(context.store, context.blobs, context.settings)
-            log_event(logger, logging.INFO, "pruned expired uploads", removed=removed)
+            removed += prune_unused_files(context.store, context.blobs, context.settings)
+            log_event(logger, logging.INFO, "pruned uploads and files", removed=removed)
         except Exception:
             logger.exception("pruning idempotency keys or uploads failed; will retry")
         if stop.wait(context.settings.prune_interval_seconds):

@@ -129,6 +129,12 @@ class BlobStore:
         _fsync_dir(self.partial_path(upload_id).parent)
         return blob
 
+    def partial_files(self) -> list[Path]:
+        return [path for path in (self.root / "partial").iterdir() if path.is_file()]
+
+    def blob_files(self) -> list[Path]:
+        return [path for path in (self.root / "sha256").glob("*/*") if path.is_file()]
+
     def remove_partial(self, upload_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.partial_path(upload_id).unlink()

@@ -1,6 +1,7 @@
 """`fieldsync-server`: serve the sync API and manage device tokens.
 
     fieldsync-server serve --db URL --host 127.0.0.1 --port 8750 [--workers 4]
+                           [--attachments-dir DIR] [--max-upload-mib 100]
     fieldsync-server add-device --name phone-1 --role worker   # token on the last stdout line
     fieldsync-server revoke-device phone-1
     fieldsync-server list-devices
@@ -34,6 +35,7 @@ __all__ = ["main"]
 
 logger = logging.getLogger("server.cli")
 _DAY = 86_400.0
+_MIB = 1024 * 1024
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,6 +70,29 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=defaults.idempotency_retention_seconds / _DAY,
         help="keep idempotency keys this long; must exceed the longest offline period",
+    )
+
+    serve.add_argument(
+        "--attachments-dir",
+        default=None,
+        help="where attachment files live (default: attachments/ beside a SQLite database)",
+    )
+    serve.add_argument(
+        "--max-upload-mib",
+        type=float,
+        default=defaults.max_upload_bytes / _MIB,
+        help="largest attachment accepted (tus Upload-Length)",
+    )
+    serve.add_argument(
+        "--attachment-types",
+        default=",".join(defaults.attachment_content_types),
+        help="comma-separated media types an attachment may have (type/* for a family)",
+    )
+    serve.add_argument(
+        "--upload-expiry-days",
+        type=float,
+        default=defaults.upload_expiry_seconds / _DAY,
+        help="an unfinished upload is removed this long after its last chunk",
     )
 
     add = command("add-device", "provision a device and print its token once")
@@ -109,6 +134,12 @@ def _serve(args: argparse.Namespace, db_url: str) -> int:
         rate_limit_burst=args.rate_limit_burst,
         rate_limit_per_second=args.rate_limit_per_second,
         idempotency_retention_seconds=args.key_retention_days * _DAY,
+        attachments_dir=args.attachments_dir,
+        max_upload_bytes=int(args.max_upload_mib * _MIB),
+        attachment_content_types=tuple(
+            kind.strip() for kind in args.attachment_types.split(",") if kind.strip()
+        ),
+        upload_expiry_seconds=args.upload_expiry_days * _DAY,
     )
     # Create the schema once here, before any worker races another to it.
     open_store(db_url).close()

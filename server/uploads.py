@@ -39,6 +39,7 @@ __all__ = [
     "move_offset",
     "parse_upload_request",
     "prune_expired_uploads",
+    "prune_unused_files",
     "terminate_upload",
 ]
 
@@ -249,6 +250,34 @@ def prune_expired_uploads(store: Store, blobs: BlobStore, settings: Settings) ->
         )
     )
     return sum(terminate_upload(store, blobs, row) for row in expired)
+
+
+#: A blob younger than this is never collected: it may be an upload's file renamed into place
+#: whose attachment row is still being written by another process.
+_BLOB_GRACE_SECONDS = 3600.0
+
+
+def prune_unused_files(store: Store, blobs: BlobStore, settings: Settings) -> int:
+    """Remove files no row needs any more; return how many: partial files without an upload
+    (a POST that died between the file and its row) once they are as old as an expired
+    upload, and the content of removed attachments that no live attachment shares."""
+    now = settings.clock()
+    uploads, attachments = store.tables.Upload, store.tables.Attachment
+    removed = 0
+    known = {row.id for row in uploads.select(uploads.id).where(uploads.complete == False)}  # noqa: E712
+    for path in blobs.partial_files():
+        if path.name not in known and path.stat().st_mtime < now - settings.upload_expiry_seconds:
+            blobs.remove_partial(path.name)
+            removed += 1
+    live = {
+        row.sha256
+        for row in attachments.select(attachments.sha256).where(attachments.deleted == False)  # noqa: E712
+    }
+    for path in blobs.blob_files():
+        if path.name not in live and path.stat().st_mtime < now - _BLOB_GRACE_SECONDS:
+            blobs.remove_blob(path.name)
+            removed += 1
+    return removed
 
 
 def attachment_json(row: Attachment) -> dict[str, Any]:

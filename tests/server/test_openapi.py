@@ -29,19 +29,26 @@ class Spec:
         assert status in documented, f"{method} {template}: {status} undocumented"
         self.checked.add((method, template, response.status_code))
         content = documented[status].get("content")
-        if response.status_code == 304:
+        if response.status_code == 304 or content is None:  # 304, 204, HEAD: no body
             assert content is None
             assert not response.content
+            self.check_headers(documented[status], response)
             return
         media_type = response.headers["content-type"].split(";")[0]
         [(documented_type, body)] = content.items()
-        assert documented_type.split(";")[0] == media_type
+        assert documented_type.split(";")[0] in (media_type, "*/*")
         if media_type != "application/json":
             return
         schema = {**body["schema"], "components": self.document["components"]}
         validator = jsonschema_rs.validator_for(schema)
         errors = [error.message for error in validator.iter_errors(response.json())]
         assert not errors, f"{method} {template} {status}: {response.text}: {errors}"
+
+    def check_headers(self, documented: dict[str, Any], response: httpx.Response) -> None:
+        for name, header in documented.get("headers", {}).items():
+            if name in response.headers:
+                check = jsonschema_rs.validator_for(header["schema"])
+                assert check.is_valid(response.headers[name]), (name, response.headers[name])
 
 
 @pytest.fixture
@@ -425,3 +432,49 @@ def test_a_number_in_a_url_is_written_in_digits(
     assert [issue["loc"] for issue in refused.json()["detail"]] == [["path", "conflict_id"]]
     assert api.client.get("/v1/changes", params={"limit": "007"}).status_code == 200
     assert admin.client.get("/v1/conflicts/007").status_code == 404
+
+
+def test_upload_answers_match_the_documented_schema(api: ServerApi, spec: Spec) -> None:
+    from tests.support.tus import TUS, chunk_checksum, create_upload, file_metadata, patch
+
+    record = api.create()
+    data = b"x" * 1000
+    uploads, one = "/v1/uploads", "/v1/uploads/{upload_id}"
+    spec.check(uploads, api.client.options(uploads))
+    created = create_upload(api.client, len(data), file_metadata(record["id"], data))
+    spec.check(uploads, created)
+    location = created.headers["Location"]
+    spec.check(uploads, create_upload(api.client, 10, file_metadata(new_id(), data)))  # 404
+    spec.check(uploads, create_upload(api.client, 1, {"filename": "a"}))  # 422
+    spec.check(uploads, create_upload(api.client, 2**30, file_metadata(record["id"], data)))
+    program = file_metadata(record["id"], b"x", content_type="application/x-sh")
+    spec.check(uploads, create_upload(api.client, 1, program))  # 415
+    spec.check(uploads, api.client.post(uploads))  # 412
+    spec.check(one, api.client.head(location, headers=TUS))
+    spec.check(one, api.client.head(f"/v1/uploads/{'0' * 32}", headers=TUS))  # 404
+    spec.check(one, patch(api.client, location, 0, data[:10]))  # 204
+    spec.check(one, patch(api.client, location, 0, data[:10]))  # 409
+    bad = {"Upload-Checksum": chunk_checksum(b"other")}
+    spec.check(one, patch(api.client, location, 10, data[10:20], **bad))  # 460
+    spec.check(one, patch(api.client, location, 10, data[10:20], **{"Upload-Checksum": "md5 x"}))
+    spec.check(one, api.client.patch(location, headers={**TUS, "Upload-Offset": "10"}))  # 415
+    spec.check(one, patch(api.client, location, 10, data[10:] + b"extra"))  # 413
+    spec.check(one, patch(api.client, location, 10, data[10:]))  # complete
+    spec.check(one, api.client.delete(location, headers=TUS))  # 409 complete
+    other = create_upload(api.client, len(data), file_metadata(record["id"], data))
+    spec.check(one, api.client.delete(other.headers["Location"], headers=TUS))  # 204
+    [attached] = api.client.get(f"/v1/records/{record['id']}").json()["record"]["attachments"]
+    file = "/v1/attachments/{attachment_id}"
+    thumbnail = f"{file}/thumbnail"
+    spec.check("/v1/records/{entity_id}", api.client.get(f"/v1/records/{record['id']}"))
+    url = f"/v1/attachments/{attached['id']}"
+    spec.check(file, api.client.get(url))
+    spec.check(file, api.client.get(url, headers={"Range": "bytes=0-9"}))
+    spec.check(file, api.client.get(url, headers={"If-None-Match": f'"{attached["sha256"]}"'}))
+    spec.check(thumbnail, api.client.get(f"{url}/thumbnail"))  # 415: not an image
+    spec.check(file, api.client.delete(url, headers={"Idempotency-Key": "remove"}))
+    spec.check(file, api.client.delete(url))  # 400
+    spec.check(file, api.client.get(url))  # 404
+    spec.check("/v1/changes", api.client.get("/v1/changes"))
+    statuses = {status for method, template, status in spec.checked}
+    assert {200, 201, 204, 206, 304, 400, 404, 409, 412, 413, 415, 422, 460} <= statuses

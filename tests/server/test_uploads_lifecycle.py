@@ -1,0 +1,183 @@
+"""Uploads over time and across processes: expiry (`Upload-Expires`, 410, pruning), files no
+row needs, and two `fieldsync-server serve` processes sharing one attachment directory."""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import socket
+import time
+from pathlib import Path
+
+import httpx
+
+from server.blobs import BlobStore
+from server.embedded import provision_device, start_server
+from server.uploads import prune_expired_uploads, prune_unused_files
+from tests.support.api import ServerApi
+from tests.support.serve import ServerProcess
+from tests.support.tus import (
+    TUS,
+    chunk_checksum,
+    create_upload,
+    file_metadata,
+    patch,
+    upload_whole,
+)
+
+DAY = 86_400.0
+PHOTO = os.urandom(200_000)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_idle_upload_expires_and_is_pruned(tmp_path: Path) -> None:
+    clock = Clock()
+    url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    with start_server(url, clock=clock) as server:
+        api = ServerApi(server.base_url, server.add_device("phone-1"))
+        try:
+            record = api.create()
+            sent = file_metadata(record["id"], PHOTO)
+            created = create_upload(api.client, len(PHOTO), sent)
+            expires = email.utils.parsedate_to_datetime(created.headers["Upload-Expires"])
+            assert abs(expires.timestamp() - (clock.now + 7 * DAY)) < 2
+            location = created.headers["Location"]
+            clock.now += 6 * DAY
+            moved = patch(api.client, location, 0, PHOTO[:1000])  # a chunk renews the lease
+            renewed = email.utils.parsedate_to_datetime(moved.headers["Upload-Expires"])
+            assert abs(renewed.timestamp() - (clock.now + 7 * DAY)) < 2
+            clock.now += 7 * DAY + 1
+            gone = api.client.head(location, headers=TUS)
+            assert gone.status_code == 410
+            assert api.client.head(location, headers=TUS).status_code == 404
+            again = create_upload(api.client, len(PHOTO), sent)
+            assert again.status_code == 201
+            assert (again.headers["Upload-Offset"], again.headers["Location"] != location) == (
+                "0",
+                True,
+            )
+            context = server.app.state.server
+            partial = context.blobs.partial_path(again.headers["Location"].rsplit("/", 1)[-1])
+            assert partial.exists()
+            clock.now += 8 * DAY
+            assert prune_expired_uploads(context.store, context.blobs, context.settings) == 1
+            assert not partial.exists()
+            assert api.client.head(again.headers["Location"], headers=TUS).status_code == 404
+        finally:
+            api.close()
+
+
+def test_files_no_row_needs_are_collected(tmp_path: Path) -> None:
+    clock = Clock()
+    url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    with start_server(url, clock=clock) as server:
+        api = ServerApi(server.base_url, server.add_device("phone-1"))
+        try:
+            record = api.create()
+            _, kept = upload_whole(api.client, record["id"], b"kept photo")
+            _, gone = upload_whole(api.client, record["id"], b"removed photo")
+            removal = api.client.delete(
+                f"/v1/attachments/{gone['attachment_id']}", headers={"Idempotency-Key": "r"}
+            )
+            assert removal.status_code == 200
+            context = server.app.state.server
+            blobs: BlobStore = context.blobs
+            stray = blobs.partial_path("f" * 32)
+            stray.write_bytes(b"a POST that died before its row")
+            settings = context.settings
+            assert prune_unused_files(context.store, blobs, settings) == 0  # all too young
+            clock.now += 8 * DAY
+            assert prune_unused_files(context.store, blobs, settings) == 2
+            assert not stray.exists()
+            assert not blobs.has_blob(gone["sha256"])
+            assert blobs.has_blob(kept["sha256"])
+            answer = api.client.get(f"/v1/attachments/{kept['attachment_id']}")
+            assert answer.content == b"kept photo"
+        finally:
+            api.close()
+
+
+def test_serve_takes_the_attachment_settings(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    files = tmp_path / "elsewhere"
+    with ServerProcess(db, "--attachments-dir", str(files), "--max-upload-mib", "1",
+                       "--attachment-types", "text/plain") as server:  # fmt: skip
+        assert httpx.options(f"{server.base_url}/v1/uploads").headers["Tus-Max-Size"] == str(
+            1024 * 1024
+        )
+        token = provision_device(db, "phone-1")
+        api = ServerApi(server.base_url, token)
+        try:
+            record = api.create()
+            photo = create_upload(api.client, 10, file_metadata(record["id"], b"x" * 10))
+            assert photo.status_code == 415
+            big = b"x" * (1024 * 1024 + 1)
+            too_big = create_upload(
+                api.client, len(big), file_metadata(record["id"], big, content_type="text/plain")
+            )
+            assert too_big.status_code == 413
+            _, sent = upload_whole(
+                api.client, record["id"], b"meter 4711", content_type="text/plain"
+            )
+            assert (files / "sha256" / sent["sha256"][:2] / sent["sha256"]).read_bytes() == (
+                b"meter 4711"
+            )
+        finally:
+            api.close()
+
+
+def test_two_server_processes_share_one_directory(tmp_path: Path) -> None:
+    """A chunk sent to one process and the next to another; while one process is writing an
+    upload the other refuses to (423), and the file still comes out whole."""
+    db = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    with ServerProcess(db) as first, ServerProcess(db) as second:
+        token = provision_device(db, "phone-1")
+        one, two = ServerApi(first.base_url, token), ServerApi(second.base_url, token)
+        try:
+            record = one.create()
+            sent = file_metadata(record["id"], PHOTO)
+            location = create_upload(one.client, len(PHOTO), sent).headers["Location"]
+            assert create_upload(two.client, len(PHOTO), sent).headers["Location"] == location
+            assert patch(one.client, location, 0, PHOTO[:50_000]).status_code == 204
+            host, port = first.base_url.removeprefix("http://").split(":")
+            head = (
+                f"PATCH {location} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+                "Tus-Resumable: 1.0.0\r\nUpload-Offset: 50000\r\n"
+                "Content-Type: application/offset+octet-stream\r\n"
+                f"Content-Length: {len(PHOTO) - 50_000}\r\n\r\n"
+            )
+            with socket.create_connection((host, int(port))) as slow:
+                slow.sendall(head.encode() + PHOTO[50_000:60_000])
+                # Until the slow request holds the lock this one could take it: a wrong
+                # checksum makes sure it then writes nothing (460), and it tries again.
+                bogus = {"Upload-Checksum": chunk_checksum(b"not these bytes")}
+                deadline = time.monotonic() + 10
+                while (
+                    busy := patch(two.client, location, 50_000, PHOTO[50_000:], **bogus)
+                ).status_code != 423:
+                    assert busy.status_code == 460, busy.text
+                    assert time.monotonic() < deadline
+                    time.sleep(0.05)
+                assert busy.json() == {"error": "upload_locked"}
+            deadline = time.monotonic() + 10
+            while (
+                offset := two.client.head(location, headers=TUS).headers["Upload-Offset"]
+            ) != "60000":
+                assert time.monotonic() < deadline, offset
+                time.sleep(0.05)
+            assert patch(two.client, location, 60_000, PHOTO[60_000:]).status_code == 204
+            [attached] = one.client.get(f"/v1/records/{record['id']}").json()["record"][
+                "attachments"
+            ]
+            assert one.client.get(f"/v1/attachments/{attached['id']}").content == PHOTO
+            assert two.client.get(f"/v1/attachments/{attached['id']}").content == PHOTO
+        finally:
+            one.close()
+            two.close()
