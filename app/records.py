@@ -59,6 +59,8 @@ def printable(value: str) -> str:
 
 Title = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(printable)]
 ShortText = Annotated[str, Field(max_length=200), AfterValidator(printable)]
+#: A team's name: short, like a user name (`assignee`).
+TeamName = Annotated[str, Field(max_length=100), AfterValidator(printable)]
 Notes = Annotated[str, Field(max_length=10_000), AfterValidator(printable)]
 
 #: Fields a person (or device) may set; everything else on a record is owned by the server.
@@ -69,6 +71,7 @@ EDITABLE_FIELDS: tuple[str, ...] = (
     "priority",
     "notes",
     "assignee",
+    "team",
     "due_date",
     "deleted",
 )
@@ -95,6 +98,7 @@ class WorkOrderPatch(_Strict):
     priority: Priority | None = None
     notes: Notes | None = None
     assignee: ShortText | None = None
+    team: TeamName | None = None
     due_date: dt.date | None = None
     deleted: bool | None = None
 
@@ -115,6 +119,7 @@ class WorkOrder(_Strict):
     priority: Priority = "normal"
     notes: Notes = ""
     assignee: ShortText = ""
+    team: TeamName = ""
     due_date: dt.date | None = None
     deleted: bool = False
 
@@ -152,6 +157,8 @@ class ServerRecord(BaseModel):
     priority: str
     notes: str | None
     assignee: str | None
+    #: Absent from a server older than the `team` field: stored as no team.
+    team: str | None = None
     due_date: str | None
     deleted: bool
     updated_at: str | None = None
@@ -190,7 +197,7 @@ def validate_patch(fields: dict[str, Any]) -> dict[str, Any]:
     return given
 
 
-_CLEARABLE_TEXT = frozenset({"site", "notes", "assignee"})
+_CLEARABLE_TEXT = frozenset({"site", "notes", "assignee", "team"})
 
 
 def format_validation_error(error: ValidationError) -> str:

@@ -16,6 +16,7 @@ from typing import Literal
 
 import peewee as pw
 
+from app.records import printable
 from server.database import Store
 
 __all__ = [
@@ -44,6 +45,9 @@ class AuthenticatedDevice:
     id: int
     name: str
     role: Role
+    #: The person using the device; its team ("" for none).
+    user: str = ""
+    team: str = ""
 
     @property
     def is_admin(self) -> bool:
@@ -56,6 +60,8 @@ class DeviceInfo:
     role: str
     created_at: str
     revoked_at: str | None
+    user: str = ""
+    team: str = ""
 
 
 def hash_token(token: str) -> str:
@@ -66,18 +72,39 @@ def _now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def add_device(store: Store, name: str, role: Role) -> str:
-    """Provision a device; return its bearer token (the only time it exists in clear)."""
+def _check_text(what: str, value: str, longest: int, *, empty: bool) -> None:
+    if (not value and not empty) or len(value) > longest:
+        low = 0 if empty else 1
+        raise ValueError(f"{what} must be {low}-{longest} characters")
+    try:
+        printable(value)
+    except ValueError as error:
+        raise ValueError(f"{what} {error}") from None
+
+
+def add_device(
+    store: Store, name: str, role: Role, *, user: str | None = None, team: str = ""
+) -> str:
+    """Provision a device; return its bearer token (the only time it exists in clear).
+
+    `user` (the person, matched against work orders' `assignee`) defaults to the name."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}")
-    if not name or len(name) > 100:
-        raise ValueError("device name must be 1-100 characters")
+    _check_text("device name", name, 100, empty=False)
+    user = name if user is None else user
+    _check_text("user", user, 200, empty=False)
+    _check_text("team", team, 100, empty=True)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     devices = store.tables.Device
     try:
         with store.db.atomic():
             devices.create(
-                name=name, role=role, token_hash=hash_token(token), created_at=_now_iso()
+                name=name,
+                role=role,
+                token_hash=hash_token(token),
+                created_at=_now_iso(),
+                user_name=user,
+                team=team,
             )
     except pw.IntegrityError:
         raise DeviceExistsError(name) from None
@@ -99,7 +126,7 @@ def revoke_device(store: Store, name: str) -> bool:
 def list_devices(store: Store) -> list[DeviceInfo]:
     devices = store.tables.Device
     return [
-        DeviceInfo(row.name, row.role, row.created_at, row.revoked_at)
+        DeviceInfo(row.name, row.role, row.created_at, row.revoked_at, row.user_name, row.team)
         for row in devices.select().order_by(devices.name)
     ]
 
@@ -120,4 +147,6 @@ def authenticate(store: Store, authorization: str | None) -> AuthenticatedDevice
     if not hmac.compare_digest(row.token_hash, presented):
         return None
     role: Role = "admin" if row.role == "admin" else "worker"
-    return AuthenticatedDevice(id=row.id, name=row.name, role=role)
+    return AuthenticatedDevice(
+        id=row.id, name=row.name, role=role, user=row.user_name, team=row.team
+    )

@@ -2,9 +2,10 @@
 
     fieldsync-server serve --db URL --host 127.0.0.1 --port 8750 [--workers 4]
                            [--attachments-dir DIR] [--max-upload-mib 100]
-    fieldsync-server add-device --name phone-1 --role worker   # token on the last stdout line
+    fieldsync-server add-device --name phone-1 --role worker [--user ana] [--team north]
+                                                   # token on the last stdout line
     fieldsync-server revoke-device phone-1
-    fieldsync-server list-devices
+    fieldsync-server list-devices   # name, role, created, state, user, team (tab-separated)
     fieldsync-server prune-keys
 
 Every subcommand takes `--db URL` (default `FIELDSYNC_SERVER_DB`, else a SQLite file in the
@@ -98,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     add = command("add-device", "provision a device and print its token once")
     add.add_argument("--name", required=True)
     add.add_argument("--role", choices=ROLES, default="worker")
+    add.add_argument("--user", default=None, help="the person using it (default: the name)")
+    add.add_argument("--team", default="", help="the person's team (default: none)")
 
     revoke = command("revoke-device", "revoke a device's token")
     revoke.add_argument("name")
@@ -175,10 +178,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "add-device":
             try:
-                token = add_device(store, args.name, args.role)
+                token = add_device(store, args.name, args.role, user=args.user, team=args.team)
             except DeviceExistsError:
                 print(f"device {args.name!r} already exists", file=sys.stderr)
                 return 1
+            except ValueError as error:
+                print(f"cannot add device: {error}", file=sys.stderr)
+                return 2
             print(f"Added {args.role} device {args.name!r}. Its token (shown only now):")
             print(token)
         elif args.command == "revoke-device":
@@ -189,7 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "list-devices":
             for device in list_devices(store):
                 state = f"revoked {device.revoked_at}" if device.revoked_at else "active"
-                print(f"{device.name}\t{device.role}\t{device.created_at}\t{state}")
+                print(
+                    f"{device.name}\t{device.role}\t{device.created_at}\t{state}"
+                    f"\t{device.user}\t{device.team}"
+                )
         elif args.command == "prune-keys":
             settings = dataclasses.replace(
                 Settings(db_url=db_url),

@@ -20,6 +20,7 @@ import peewee as pw
 from playhouse import db_url
 
 from server.models import bind_models
+from server.schema import apply_steps
 
 __all__ = ["ChangeSequence", "Store", "open_store"]
 
@@ -82,13 +83,15 @@ class Store:
         return max(1, _MAX_PARAMETERS // width)
 
     def create_schema(self) -> None:
-        """Create missing tables and the counter row (idempotent, safe from several processes)."""
+        """Create missing tables and the counter row, and bring an older database up to date
+        (server/schema.py); idempotent, safe from several processes."""
         with self.db.connection_context():
             with self.db.atomic():
                 self.db.create_tables(self.tables.all(), safe=True)
             counter = self.tables.ChangeCounter
             with self.db.atomic():
                 counter.insert(name=_COUNTER, value=0).on_conflict_ignore().execute()
+            apply_steps(self.db, self.tables)
 
     @contextmanager
     def write_transaction(self) -> Iterator[ChangeSequence]:

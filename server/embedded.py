@@ -65,9 +65,11 @@ class EmbeddedServer:
                 raise RuntimeError("embedded fieldsync server did not start")
             time.sleep(0.01)
 
-    def add_device(self, name: str, role: Role = "worker") -> str:
+    def add_device(
+        self, name: str, role: Role = "worker", *, user: str | None = None, team: str = ""
+    ) -> str:
         """Provision a device on this server's database; return its bearer token."""
-        return provision_device(self.settings.db_url, name, role)
+        return provision_device(self.settings.db_url, name, role, user=user, team=team)
 
     def stop(self, timeout: float = 10.0) -> None:
         self._server.should_exit = True
@@ -109,10 +111,12 @@ def start_server(
     return server
 
 
-def provision_device(db_url: str, name: str, role: Role = "worker") -> str:
+def provision_device(
+    db_url: str, name: str, role: Role = "worker", *, user: str | None = None, team: str = ""
+) -> str:
     """Add a device to the database at `db_url`; return its token (shown only this once)."""
     store = open_store(db_url)
     try:
-        return add_device(store, name, role)
+        return add_device(store, name, role, user=user, team=team)
     finally:
         store.close()

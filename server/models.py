@@ -16,6 +16,10 @@ __all__ = [
     "ConflictAudit",
     "Device",
     "IdempotencyKey",
+    "Pin",
+    "RateBucket",
+    "SchemaStep",
+    "ScopeEntry",
     "Tables",
     "Upload",
     "WorkOrderRow",
@@ -44,6 +48,9 @@ class Device(_Base):
     token_hash = pw.CharField(max_length=64, unique=True)
     created_at = pw.CharField(max_length=40)
     revoked_at = pw.CharField(max_length=40, null=True)
+    #: The person using the device (a work order's `assignee`); several devices may share one.
+    user_name = pw.CharField(max_length=200, default="")
+    team = pw.CharField(max_length=100, default="")
 
 
 class WorkOrderRow(_Base):
@@ -56,12 +63,15 @@ class WorkOrderRow(_Base):
     priority = pw.CharField(max_length=16)
     notes = pw.TextField()
     assignee = pw.CharField(max_length=200)
+    team = pw.CharField(max_length=100, default="")
     due_date = pw.CharField(max_length=10, null=True)
     deleted = pw.BooleanField()
     version = pw.IntegerField()
     updated_at = pw.CharField(max_length=40)
     updated_by = pw.CharField(max_length=100)
     seq = pw.BigIntegerField(unique=True)
+    #: The user of the device that created it ("" for work orders older than the field).
+    created_by = pw.CharField(max_length=200, default="")
 
     class Meta:
         table_name = "work_order"
@@ -158,6 +168,53 @@ class Attachment(_Base):
     seq = pw.BigIntegerField(unique=True)
 
 
+class ScopeEntry(_Base):
+    """Where a work order stands in one scope key's change feed (see server/scope_feed.py).
+
+    One row per (key, work order) that ever met: `seq` is the last change number that touched
+    the pair, `present` whether the work order is in the key now. Keys are `u:<user>`
+    (assignee or creator), `t:<team>`, `p:<user>` (pinned) and `d:<device id>` (stamps of a
+    device whose own scope changed). The feed reads `(key, seq)`; writes find a work order's
+    keys by `entity_id`.
+    """
+
+    key = pw.CharField(max_length=210)
+    entity_id = pw.CharField(max_length=36)
+    seq = pw.BigIntegerField()
+    present = pw.BooleanField()
+
+    class Meta:
+        primary_key = pw.CompositeKey("key", "entity_id")
+        indexes = ((("key", "seq"), False), (("entity_id",), False))
+
+
+class Pin(_Base):
+    """A work order a person keeps offline on all their devices ("Keep offline")."""
+
+    user_name = pw.CharField(max_length=200)
+    entity_id = pw.CharField(max_length=36)
+    pinned_at = pw.CharField(max_length=40)
+
+    class Meta:
+        primary_key = pw.CompositeKey("user_name", "entity_id")
+
+
+class RateBucket(_Base):
+    """One device's token bucket, shared by every server process on the database."""
+
+    device_id = pw.IntegerField(primary_key=True)
+    tokens = pw.DoubleField()
+    updated = pw.DoubleField()
+    allowed = pw.BooleanField(default=True)
+
+
+class SchemaStep(_Base):
+    """The schema steps (server/schema.py) applied to this database."""
+
+    step = pw.IntegerField(primary_key=True)
+    applied_at = pw.CharField(max_length=40)
+
+
 M = TypeVar("M", bound=pw.Model)
 
 
@@ -182,6 +239,11 @@ class Tables:
     Upload: type[Upload]
     Attachment: type[Attachment]
 
+    ScopeEntry: type[ScopeEntry]
+    Pin: type[Pin]
+    RateBucket: type[RateBucket]
+    SchemaStep: type[SchemaStep]
+
     def all(self) -> list[type[pw.Model]]:
         return [
             self.Device,
@@ -192,6 +254,10 @@ class Tables:
             self.ConflictAudit,
             self.Upload,
             self.Attachment,
+            self.ScopeEntry,
+            self.Pin,
+            self.RateBucket,
+            self.SchemaStep,
         ]
 
 
@@ -205,4 +271,8 @@ def bind_models(database: pw.Database) -> Tables:
         ConflictAudit=_bound(ConflictAudit, database),
         Upload=_bound(Upload, database),
         Attachment=_bound(Attachment, database),
+        ScopeEntry=_bound(ScopeEntry, database),
+        Pin=_bound(Pin, database),
+        RateBucket=_bound(RateBucket, database),
+        SchemaStep=_bound(SchemaStep, database),
     )

@@ -25,7 +25,7 @@ from server.mutations import WIRE_FIELDS, ValidMutation, editable, record_column
 __all__ = ["RECORD_COLUMNS", "BatchWriteMismatch", "apply_mutation_batch"]
 
 #: The work-order columns, in the order the statements below use them.
-RECORD_COLUMNS: tuple[str, ...] = (*WIRE_FIELDS, "seq")
+RECORD_COLUMNS: tuple[str, ...] = (*WIRE_FIELDS, "seq", "created_by")
 
 _QUOTED = ", ".join(f'"{name}"' for name in RECORD_COLUMNS)
 
@@ -35,9 +35,15 @@ class BatchWriteMismatch(Exception):
 
 
 def apply_mutation_batch(
-    store: Store, mutations: Sequence[ValidMutation], device_name: str, sequence: ChangeSequence
+    store: Store,
+    mutations: Sequence[ValidMutation],
+    device_name: str,
+    sequence: ChangeSequence,
+    *,
+    creator: str,
 ) -> list[Reply]:
-    """Apply `mutations` in order inside a write transaction; one reply per mutation."""
+    """Apply `mutations` in order inside a write transaction; one reply per mutation
+    (`creator`: the device's user, as for `apply_mutation`)."""
     loaded = _load(store, {mutation.entity_id for mutation in mutations})
     read_version = {entity_id: row["version"] for entity_id, row in loaded.items()}
     records: dict[str, dict[str, Any]] = dict(loaded)
@@ -52,6 +58,7 @@ def apply_mutation_batch(
             record = {
                 **mutation.fields,
                 "id": mutation.entity_id,
+                "created_by": creator,
                 **stamp(1, device_name, sequence),
             }
             status = 201

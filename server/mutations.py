@@ -114,6 +114,7 @@ WIRE_FIELDS: tuple[str, ...] = (
     "priority",
     "notes",
     "assignee",
+    "team",
     "due_date",
     "deleted",
     "version",
@@ -145,15 +146,27 @@ def _get(store: Store, entity_id: str) -> WorkOrderRow | None:
 
 
 def apply_mutation(
-    store: Store, mutation: ValidMutation, device_name: str, sequence: ChangeSequence
+    store: Store,
+    mutation: ValidMutation,
+    device_name: str,
+    sequence: ChangeSequence,
+    *,
+    creator: str,
 ) -> Reply:
-    """Apply inside a write transaction; the reply is what the device gets (and what is stored)."""
+    """Apply inside a write transaction; the reply is what the device gets (and what is stored).
+
+    `creator` is the user of the device (a created work order stays in its scope)."""
     table = store.tables.WorkOrder
     current = _get(store, mutation.entity_id)
     if mutation.op == "create":
         if current is not None:
             return conflict_reply(current)
-        values = {**mutation.fields, "id": mutation.entity_id, **stamp(1, device_name, sequence)}
+        values = {
+            **mutation.fields,
+            "id": mutation.entity_id,
+            "created_by": creator,
+            **stamp(1, device_name, sequence),
+        }
         try:
             with store.db.atomic():
                 table.insert(**values).execute()

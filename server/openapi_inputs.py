@@ -100,7 +100,7 @@ def _field_rules() -> dict[str, dict[str, Any]]:
 
 
 #: Text fields an update may set to null, meaning empty (app.records.validate_patch).
-_CLEARABLE = ("site", "notes", "assignee")
+_CLEARABLE = ("site", "notes", "assignee", "team")
 
 
 def _work_order() -> dict[str, Any]:

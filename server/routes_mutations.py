@@ -79,7 +79,7 @@ def _call(
     context: ServerContext, device: AuthenticatedDevice, key: str, mutation: ValidMutation
 ) -> IdempotentCall:
     def effect(sequence: ChangeSequence) -> Reply:
-        return apply_mutation(context.store, mutation, device.name, sequence)
+        return apply_mutation(context.store, mutation, device.name, sequence, creator=device.user)
 
     return IdempotentCall(key, request_hash(_KIND, mutation.canonical()), effect)
 
@@ -165,7 +165,9 @@ def post_batch(request: Request, device: CurrentDevice, batch: BatchRequest) -> 
 
     def apply_all(sequence: ChangeSequence, claimed: Sequence[int]) -> list[Reply]:
         chosen = [mutations[position] for position in claimed]
-        return apply_mutation_batch(context.store, chosen, device.name, sequence)
+        return apply_mutation_batch(
+            context.store, chosen, device.name, sequence, creator=device.user
+        )
 
     replies = dict(early)
     if calls:

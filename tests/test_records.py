@@ -22,6 +22,7 @@ def test_create_fills_defaults_and_keeps_tabs_and_line_breaks() -> None:
         "priority": "normal",
         "notes": "line 1\r\nline 2",
         "assignee": "",
+        "team": "",
         "due_date": None,
         "deleted": False,
     }

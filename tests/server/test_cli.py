@@ -66,3 +66,27 @@ def test_serve_refuses_a_worker_count_below_one(
     with pytest.raises(SystemExit):
         main(["serve", "--db", sqlite_url, "--workers", workers])
     assert "--workers" in capsys.readouterr().err
+
+
+def test_a_device_belongs_to_a_user_and_a_team(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["add-device", "--db", sqlite_url, "--name", "ana-phone", "--user", "ana",
+                 "--team", "north"]) == 0  # fmt: skip
+    assert main(["add-device", "--db", sqlite_url, "--name", "ana-laptop", "--user", "ana"]) == 0
+    assert main(["add-device", "--db", sqlite_url, "--name", "ben"]) == 0
+    capsys.readouterr()
+    assert main(["list-devices", "--db", sqlite_url]) == 0
+    listed = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [(row[0], row[4], row[5]) for row in listed] == [
+        ("ana-laptop", "ana", ""),
+        ("ana-phone", "ana", "north"),
+        ("ben", "ben", ""),
+    ]
+
+
+def test_a_team_with_control_characters_is_refused(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["add-device", "--db", sqlite_url, "--name", "x", "--team", "a\x07b"]) == 2
+    assert "team must not contain control characters" in capsys.readouterr().err

@@ -83,11 +83,13 @@ def test_batch_answers_and_writes_as_one_by_one(db_urls: tuple[str, str], seed: 
         for store in (one_by_one, at_once):
             with store.write_transaction() as sequence:
                 for mutation in existing:
-                    apply_mutation(store, mutation, "seed", sequence)
+                    apply_mutation(store, mutation, "seed", sequence, creator="seed")
         with one_by_one.write_transaction() as sequence:
-            expected = [apply_mutation(one_by_one, m, "phone", sequence) for m in mutations]
+            expected = [
+                apply_mutation(one_by_one, m, "phone", sequence, creator="phone") for m in mutations
+            ]
         with at_once.write_transaction() as sequence:
-            got = apply_mutation_batch(at_once, mutations, "phone", sequence)
+            got = apply_mutation_batch(at_once, mutations, "phone", sequence, creator="phone")
         assert [(r.status, without_clock(r.body)) for r in got] == [
             (r.status, without_clock(r.body)) for r in expected
         ]
@@ -102,7 +104,7 @@ def create_calls(store: Store, count: int) -> tuple[list[IdempotentCall], list[V
     mutations = [validate_mutation(create_body()) for _ in range(count)]
 
     def effect_of(mutation: ValidMutation) -> Callable[[ChangeSequence], Reply]:
-        return lambda sequence: apply_mutation(store, mutation, "phone", sequence)
+        return lambda sequence: apply_mutation(store, mutation, "phone", sequence, creator="phone")
 
     calls = [
         IdempotentCall(f"k{i}", request_hash("m", m.canonical()), effect_of(m))
@@ -146,7 +148,9 @@ def test_a_failed_batch_effect_is_rolled_back_and_items_run_one_by_one(
     calls, mutations = create_calls(store, 4)
 
     def half_then_fail(sequence: ChangeSequence, positions: Any) -> list[Reply]:
-        apply_mutation_batch(store, [mutations[p] for p in positions[:2]], "phone", sequence)
+        apply_mutation_batch(
+            store, [mutations[p] for p in positions[:2]], "phone", sequence, creator="phone"
+        )
         raise RuntimeError("refused by the database")
 
     replies = execute_idempotent(store, 1, calls, settings, batch_effect=half_then_fail)
@@ -179,7 +183,9 @@ def test_a_claim_taken_over_meanwhile_rolls_back_only_its_own_effect(sqlite_url:
     calls, mutations = create_calls(store, 3)
 
     def batch_effect(sequence: ChangeSequence, positions: Any) -> list[Reply]:
-        return apply_mutation_batch(store, [mutations[p] for p in positions], "phone", sequence)
+        return apply_mutation_batch(
+            store, [mutations[p] for p in positions], "phone", sequence, creator="phone"
+        )
 
     replies = execute_idempotent(store, 1, calls, settings, batch_effect=batch_effect)
     assert [r.status for r in replies] == [201, 409, 201]

@@ -23,6 +23,7 @@ def test_create_returns_the_full_record_with_defaults(api: ServerApi) -> None:
         "priority": "normal",
         "notes": "",
         "assignee": "",
+        "team": "",
         "due_date": "2025-03-01",
         "deleted": False,
         "version": 1,

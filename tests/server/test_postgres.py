@@ -125,7 +125,7 @@ def test_a_late_committing_writer_cannot_be_skipped(pg_url: str) -> None:
     def slow_writer() -> None:
         with store.write_transaction() as sequence:
             valid = validate_mutation(create_body(title="slow"))
-            apply_mutation(store, valid, "slow", sequence)
+            apply_mutation(store, valid, "slow", sequence, creator="slow")
             first_seq.append(sequence.last)
             hold.wait(10)
 
@@ -137,7 +137,13 @@ def test_a_late_committing_writer_cannot_be_skipped(pg_url: str) -> None:
 
     def fast_writer() -> None:
         with other.write_transaction() as sequence:
-            apply_mutation(other, validate_mutation(create_body(title="fast")), "fast", sequence)
+            apply_mutation(
+                other,
+                validate_mutation(create_body(title="fast")),
+                "fast",
+                sequence,
+                creator="fast",
+            )
         finished.set()
 
     fast = threading.Thread(target=fast_writer)

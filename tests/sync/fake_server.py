@@ -25,6 +25,7 @@ def record(entity_id: str, version: int = 1, **fields: Any) -> dict[str, Any]:
         "priority": "normal",
         "notes": "",
         "assignee": "",
+        "team": "",
         "due_date": None,
         "deleted": False,
         "version": version,

@@ -1,0 +1,91 @@
+"""Schema steps: what an existing server database needs to match the models of this release.
+
+`create_tables(safe=True)` makes missing tables but never touches a table that exists, so a
+column added to a model reaches an older database only through a step here. Steps are
+numbered, applied in order, each in one transaction with the row that records it, and
+idempotent (a fresh database already has the columns; a step checks before it adds). Several
+server processes (or hosts) may start at once: on PostgreSQL an advisory lock makes the others
+wait for the first, on SQLite `BEGIN IMMEDIATE` does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import peewee as pw
+from playhouse.migrate import SchemaMigrator, migrate
+
+from server.models import Tables
+
+__all__ = ["STEPS", "apply_steps"]
+
+# Any constant both processes agree on: it names "the schema steps" among advisory locks.
+_ADVISORY_LOCK = 0x46534D47
+
+Step = Callable[[pw.Database, Tables], None]
+
+
+def _columns(db: pw.Database, table: str) -> set[str]:
+    return {column.name for column in db.get_columns(table)}
+
+
+def _add_missing(db: pw.Database, table: str, fields: dict[str, pw.Field]) -> None:
+    present = _columns(db, table)
+    migrator = SchemaMigrator.from_database(db)
+    operations = [
+        migrator.add_column(table, name, field)
+        for name, field in fields.items()
+        if name not in present
+    ]
+    if operations:
+        migrate(*operations)
+
+
+def _step1_people_and_teams(db: pw.Database, tables: Tables) -> None:
+    """Work orders gain `team` and `created_by`, devices the person (`user_name`) and `team`.
+
+    A device provisioned before users existed is its own user, as `add-device` does now."""
+    _add_missing(
+        db,
+        tables.WorkOrder._meta.table_name,
+        {
+            "team": pw.CharField(max_length=100, default=""),
+            "created_by": pw.CharField(max_length=200, default=""),
+        },
+    )
+    _add_missing(
+        db,
+        tables.Device._meta.table_name,
+        {
+            "user_name": pw.CharField(max_length=200, default=""),
+            "team": pw.CharField(max_length=100, default=""),
+        },
+    )
+    devices = tables.Device
+    devices.update(user_name=devices.name).where(devices.user_name == "").execute()
+
+
+#: (number, step) in order. Append only; never edit a released step.
+STEPS: list[tuple[int, Step]] = [
+    (1, _step1_people_and_teams),
+]
+
+
+def apply_steps(db: pw.Database, tables: Tables) -> list[int]:
+    """Apply the steps this database lacks; return their numbers."""
+    steps = tables.SchemaStep
+    applied: list[int] = []
+    with db.atomic():
+        if isinstance(db, pw.PostgresqlDatabase):
+            db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK,))
+        done = {row.step for row in steps.select(steps.step)}
+        for number, step in STEPS:
+            if number in done:
+                continue
+            with db.atomic():
+                step(db, tables)
+                stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+                steps.insert(step=number, applied_at=stamp).execute()
+            applied.append(number)
+    return applied

@@ -1,0 +1,53 @@
+"""An older server database gains this release's columns (server/schema.py), data kept."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from server.database import open_store
+from server.embedded import start_server
+from tests.support.api import ServerApi
+
+# The two tables as a server before teams created them.
+_BEFORE_TEAMS = """
+CREATE TABLE device (id INTEGER PRIMARY KEY, name VARCHAR(100) NOT NULL UNIQUE,
+  role VARCHAR(16) NOT NULL, token_hash VARCHAR(64) NOT NULL UNIQUE,
+  created_at VARCHAR(40) NOT NULL, revoked_at VARCHAR(40));
+CREATE TABLE work_order (id VARCHAR(36) PRIMARY KEY, title VARCHAR(200) NOT NULL,
+  site VARCHAR(200) NOT NULL, status VARCHAR(16) NOT NULL, priority VARCHAR(16) NOT NULL,
+  notes TEXT NOT NULL, assignee VARCHAR(200) NOT NULL, due_date VARCHAR(10),
+  deleted INTEGER NOT NULL, version INTEGER NOT NULL, updated_at VARCHAR(40) NOT NULL,
+  updated_by VARCHAR(100) NOT NULL, seq INTEGER NOT NULL UNIQUE);
+CREATE TABLE change_counter (name VARCHAR(32) PRIMARY KEY, value INTEGER NOT NULL);
+INSERT INTO change_counter VALUES ('changes', 1);
+INSERT INTO device VALUES (1, 'phone-1', 'worker',
+  '6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b', '2026-01-01T00:00:00Z',
+  NULL);
+INSERT INTO work_order VALUES ('5b0c7d0e-8f0b-4c43-9d43-0d6c0e1f2a3b', 'Old pump', '', 'open',
+  'normal', '', 'ana', NULL, 0, 1, '2026-01-01T00:00:00.000Z', 'phone-1', 1);
+"""
+
+
+def test_an_older_database_gains_team_and_users(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as connection:
+        connection.executescript(_BEFORE_TEAMS)
+    url = f"sqlite:///{path}"
+    store = open_store(url)
+    try:
+        devices = store.tables.Device
+        assert devices.get(devices.name == "phone-1").user_name == "phone-1"
+    finally:
+        store.close()
+    with start_server(url) as server:
+        admin = ServerApi(server.base_url, server.add_device("office", "admin"))
+        try:
+            [old] = admin.all_changes()
+            assert (old["title"], old["assignee"], old["team"]) == ("Old pump", "ana", "")
+            changed = admin.update(old["id"], 1, team="north")
+            assert changed.status_code == 200, changed.text
+            assert changed.json()["record"]["team"] == "north"
+        finally:
+            admin.close()
+    open_store(url).close()  # a second start finds every step applied
