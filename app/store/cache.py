@@ -196,6 +196,11 @@ class WorkOrderCache:
         self.apply_local(entity_id, visible, now)
 
     def apply_local(self, entity_id: str, fields: dict[str, Any], now: float) -> None:
+        # A text field the server left out (a `team` from a server older than teams) is empty.
+        fields = {
+            name: "" if value is None and name in _CLEARABLE_NAMES else value
+            for name, value in fields.items()
+        }
         assignments = ", ".join(f"{name} = ?" for name in fields)
         connection(self.db).execute(
             f"UPDATE work_orders SET {assignments}, local_updated_at = ? WHERE id = ?",
@@ -289,7 +294,8 @@ def _pinned(record: dict[str, Any]) -> int | None:
 
 
 _DELETED = EDITABLE_FIELDS.index("deleted")
-_CLEARABLE = tuple(_VISIBLE.index(name) for name in ("site", "notes", "assignee", "team"))
+_CLEARABLE_NAMES = ("site", "notes", "assignee", "team")
+_CLEARABLE = tuple(_VISIBLE.index(name) for name in _CLEARABLE_NAMES)
 
 
 # One prepared statement per case (SQLite caches them): insert the record if the device has
