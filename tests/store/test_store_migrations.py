@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +75,30 @@ def at_schema(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
     monkeypatch.setattr(db_module, "LATEST_VERSION", version)
 
 
+@contextlib.contextmanager
+def cache_with_team(store: Store) -> Iterator[None]:
+    """Today's create writes `team` (app.records), which an old cache lacks: lend it the
+    column for a setup's creates and take it away again (SQLite >= 3.35 drops columns)."""
+    sql = store.db.execute_sql
+    lacking = "team" not in {row[1] for row in sql("PRAGMA table_info(work_orders)")}
+    if lacking:
+        sql("ALTER TABLE work_orders ADD COLUMN team TEXT NOT NULL DEFAULT ''")
+    yield
+    if lacking:
+        sql("ALTER TABLE work_orders DROP COLUMN team")
+
+
 def old_queue(data_dir: Path) -> dict[str, int]:
     """`full_queue` as an old version's queue left it, written as SQL: today's queue writes
     today's attempt rows, which an old schema cannot hold."""
     with Store(data_dir) as store:
-        ids = {
-            status: store.record_edit(
-                "create", None, {"title": f"{status} job", "site": f"{status} yard"}
-            ).job_id
-            for status in ("done", "dead", "conflict", "leased", "pending")
-        }
+        with cache_with_team(store):
+            ids = {
+                status: store.record_edit(
+                    "create", None, {"title": f"{status} job", "site": f"{status} yard"}
+                ).job_id
+                for status in ("done", "dead", "conflict", "leased", "pending")
+            }
         sql = store.db.execute_sql
         sql(
             "UPDATE jobs SET status = 'done', finished_at = updated_at WHERE id = ?", (ids["done"],)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.records import validate_create
 from app.store import db as db_module
 from app.store import migrations
 from app.store.store import TOPIC_WORK_ORDERS, Store
@@ -35,6 +37,18 @@ def old_update(store: Store, entity_id: str, fields: dict[str, Any], base: int |
         return store.queue.enqueue(
             TOPIC_WORK_ORDERS, {"op": "update", "fields": fields}, entity_id, base_version=base
         )
+
+
+def old_create(store: Store, fields: dict[str, Any]) -> str:
+    """A create as the release before saved it: every field it knew, no `team`."""
+    entity_id = str(uuid.uuid4())
+    known = {k: v for k, v in validate_create(fields).items() if k != "team"}
+    with store.db.atomic():
+        store.cache.insert_local(entity_id, known, time.time())
+        store.queue.enqueue(
+            TOPIC_WORK_ORDERS, {"op": "create", "fields": known}, entity_id, new_entity=True
+        )
+    return entity_id
 
 
 def old_server_row(store: Store, record: dict[str, Any]) -> None:
@@ -73,10 +87,7 @@ async def test_every_edit_queued_before_the_upgrade_is_delivered_after_it(
     at_schema(monkeypatch, SCOPE_VERSION - 1)
     with make_store(data_dir) as old:
         old_server_row(old, on_server)
-        created = [
-            old.record_edit("create", None, {"title": f"WO {n}", "site": "North"}).entity_id
-            for n in range(40)
-        ]
+        created = [old_create(old, {"title": f"WO {n}", "site": "North"}) for n in range(40)]
         for entity in created[:20]:
             old_update(old, entity, {"status": "in_progress"}, None)
         for entity in created[:10]:
