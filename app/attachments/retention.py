@@ -115,15 +115,10 @@ class Retention:
 
     def _evict_thumbnails(self, excess: int) -> int:
         freed = 0
-        with storage_errors(self.store.path):
-            rows = (
-                connection(self.store.db)
-                .execute(
-                    "SELECT id, thumbnail_size FROM attachments WHERE thumbnail_size IS NOT NULL "
-                    "ORDER BY thumbnail_used_at, id"
-                )
-                .fetchall()
-            )
+        rows = self.store.read(
+            "SELECT id, thumbnail_size FROM attachments WHERE thumbnail_size IS NOT NULL "
+            "ORDER BY thumbnail_used_at, id"
+        )
         for attachment_id, size in rows:
             if freed >= excess:
                 break

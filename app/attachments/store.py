@@ -160,17 +160,12 @@ class Attachments:
 
     def retry(self, attachment_id: str) -> AttachmentView:
         """Send a failed upload again, under the same key (the server may hold part of it)."""
-        with storage_errors(self.store.path):
-            row = (
-                connection(self.store.db)
-                .execute(
-                    "SELECT j.id FROM jobs AS j JOIN attachments AS a ON a.id = j.idempotency_key "
-                    "WHERE j.idempotency_key = ? AND j.status IN ('dead', 'conflict') "
-                    "AND a.removed_at IS NULL",
-                    (attachment_id,),
-                )
-                .fetchone()
-            )
+        row = self.store.read_one(
+            "SELECT j.id FROM jobs AS j JOIN attachments AS a ON a.id = j.idempotency_key "
+            "WHERE j.idempotency_key = ? AND j.status IN ('dead', 'conflict') "
+            "AND a.removed_at IS NULL",
+            (attachment_id,),
+        )
         if row is None:
             raise InvalidEditError(f"The upload of attachment {attachment_id} has not failed")
         self.store.queue.retry_dead(int(row[0]))

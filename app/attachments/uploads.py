@@ -13,8 +13,7 @@ from pathlib import Path
 
 from app.attachments.files import AttachmentFiles
 from app.states import JobStatus
-from app.store.db import WriteTransaction, connection
-from app.store.errors import storage_errors
+from app.store.db import WriteTransaction
 from app.store.jobs import ClaimedJob, Outcome, Stale
 from app.store.store import Store
 
@@ -43,17 +42,12 @@ class UploadLedger:
         self.files = files or AttachmentFiles(store.data_dir)
 
     def load(self, attachment_id: str) -> UploadRow | None:
-        with storage_errors(self.store.path):
-            row = (
-                connection(self.store.db)
-                .execute(
-                    "SELECT id, entity_id, filename, content_type, size, sha256, upload_url, "
-                    "upload_offset, confirmed_at IS NOT NULL, removed_at IS NOT NULL, stored "
-                    "FROM attachments WHERE id = ?",
-                    (attachment_id,),
-                )
-                .fetchone()
-            )
+        row = self.store.read_one(
+            "SELECT id, entity_id, filename, content_type, size, sha256, upload_url, "
+            "upload_offset, confirmed_at IS NOT NULL, removed_at IS NOT NULL, stored "
+            "FROM attachments WHERE id = ?",
+            (attachment_id,),
+        )
         if row is None:
             return None
         return UploadRow(

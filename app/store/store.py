@@ -17,7 +17,7 @@ from typing import Any, Literal
 from app.mutations import UPDATE_NEEDS_FIELDS, validate_mutation
 from app.records import ValidationError, format_validation_error
 from app.store.cache import WorkOrderCache
-from app.store.db import DB_FILENAME, WriteTransaction, open_database
+from app.store.db import DB_FILENAME, WriteTransaction, connection, open_database
 from app.store.errors import InvalidEditError, storage_errors
 from app.store.jobs import PRIORITY_IMPORT, PRIORITY_USER, TOPIC_WORK_ORDERS
 from app.store.queue import JobQueue, QueueConfig
@@ -191,6 +191,19 @@ class Store:
         return EditResult(entity_id=entity_id, job_id=job_id, op=checked.op)
 
     # -- reads -------------------------------------------------------------------------------
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one SELECT on this thread's connection; a known SQLite condition
+        (busy, disk, unreadable) is raised as its StoreError. Blocking: on the executor."""
+        with storage_errors(self.path):
+            rows: list[tuple[Any, ...]] = connection(self.db).execute(sql, params).fetchall()
+        return rows
+
+    def read_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """The first row of one SELECT (None: no row), as `read`."""
+        with storage_errors(self.path):
+            row: tuple[Any, ...] | None = connection(self.db).execute(sql, params).fetchone()
+        return row
 
     def stats(self) -> dict[str, Any]:
         with storage_errors(self.path):

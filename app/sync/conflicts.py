@@ -247,15 +247,10 @@ class Conflicts:
         self.store.queue.escalate(job_id, note)
 
     def pending_escalations(self) -> list[dict[str, Any]]:
-        with storage_errors(self.store.path):
-            rows = (
-                connection(self.store.db)
-                .execute(
-                    "SELECT job_id, entity_key, mine, server, note, review_key FROM conflicts "
-                    "WHERE status = 'escalating'"
-                )
-                .fetchall()
-            )
+        rows = self.store.read(
+            "SELECT job_id, entity_key, mine, server, note, review_key FROM conflicts "
+            "WHERE status = 'escalating'"
+        )
         return [
             {
                 "job_id": job_id,
@@ -289,13 +284,10 @@ class Conflicts:
 
     def escalated(self) -> list[tuple[int, str, str]]:
         """(job_id, entity_id, review_id) of conflicts waiting for an admin."""
-        with storage_errors(self.store.path):
-            return [
-                (int(a), str(b), str(c))
-                for a, b, c in connection(self.store.db).execute(
-                    "SELECT job_id, entity_key, review_id FROM conflicts WHERE status = 'escalated'"
-                )
-            ]
+        rows = self.store.read(
+            "SELECT job_id, entity_key, review_id FROM conflicts WHERE status = 'escalated'"
+        )
+        return [(int(a), str(b), str(c)) for a, b, c in rows]
 
     def close_reviewed(self, job_id: int, decision: str, record: dict[str, Any]) -> None:
         """The admin decided: the server's record (resolved or kept) replaces the local edit."""
