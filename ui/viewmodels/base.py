@@ -11,6 +11,9 @@ QAbstractListModel whose rows QML reads by role name). Both give it:
 - `wait_idle()` (until every started task has finished: tests, screenshots) and `aclose()`
   (stop the timers, cancel what is left: the window's abort path).
 
+`notified(bool, "_busy", changed)` is a read-only property that shows an attribute as it is
+(`busy = notified(bool, "_busy", changed)` in the class body), for the many that only do that.
+
 A `ListViewModel` names its roles once in `ROLE_NAMES`, keeps its rows in `self._rows` and
 says what a row shows for a role in `_value(row, name)`; `roleNames`, `rowCount`, `data`,
 `get(row)` (every role of a row, for QML and tests) and `repaint(rows, names)` come from here.
@@ -19,9 +22,10 @@ says what a row shows for a role in `_value(row, name)`; `roleNames`, `rowCount`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from ui.qt import (
+    Property,
     QAbstractListModel,
     QByteArray,
     QModelIndex,
@@ -35,11 +39,26 @@ from ui.qt import (
 )
 from ui.tasks import TaskOwner
 
-__all__ = ["Index", "ListViewModel", "ViewModel"]
+if TYPE_CHECKING:
+    from ui.qt import TypedProperty
+
+__all__ = ["Index", "ListViewModel", "ViewModel", "notified"]
 
 Row = TypeVar("Row")
+Value = TypeVar("Value", bool, int, float, str)
 Index = QModelIndex | QPersistentModelIndex
 OnError = Callable[[BaseException], None]
+
+
+def notified(type_: type[Value], attr: str, notify: Signal) -> TypedProperty[Value]:
+    """A read-only Qt property of type ``type_`` showing the attribute ``attr`` as it is,
+    notified by ``notify``."""
+
+    def read(view_model: object) -> Value:
+        return cast(Value, getattr(view_model, attr))
+
+    read.__name__ = attr.lstrip("_")
+    return Property(type_, read, notify=notify)
 
 
 class _Owner:

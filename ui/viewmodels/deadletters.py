@@ -20,7 +20,7 @@ from app.store.deadletters import ERROR_KINDS, DeadJob, list_dead
 from app.store.errors import InvalidEditError, StoreError
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.viewmodels.base import ListViewModel
+from ui.viewmodels.base import ListViewModel, notified
 from ui.viewmodels.deadform import form_fields, form_payload, refused_fields
 from ui.wording import kind_in_words, reason_in_words, when
 
@@ -264,9 +264,7 @@ class DeadLetterModel(ListViewModel[DeadJob]):
     def checkedCount(self) -> int:
         return len(self._checked)
 
-    @Property(int, notify=changed)
-    def selectedJobId(self) -> int:
-        return self._selected
+    selectedJobId = notified(int, "_selected", changed)
 
     @Property("QVariantMap", notify=changed)
     def selected(self) -> dict[str, Any]:
@@ -302,9 +300,7 @@ class DeadLetterModel(ListViewModel[DeadJob]):
             )
         return lines
 
-    @Property(str, notify=changed)
-    def editError(self) -> str:
-        return self._edit_error
+    editError = notified(str, "_edit_error", changed)
 
     # -- actions ----------------------------------------------------------------------------
 

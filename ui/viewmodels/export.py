@@ -13,7 +13,7 @@ from pathlib import Path
 from app.store.errors import StoreError
 from ui.qt import Property, QObject, QUrl, Signal, Slot
 from ui.services import Services
-from ui.viewmodels.base import ViewModel
+from ui.viewmodels.base import ViewModel, notified
 
 __all__ = ["PendingExportViewModel", "export_in_words"]
 
@@ -53,13 +53,8 @@ class PendingExportViewModel(ViewModel):
         folder = home / "Documents" if (home / "Documents").is_dir() else home
         return QUrl.fromLocalFile(str(folder)).toString()
 
-    @Property(bool, notify=changed)
-    def busy(self) -> bool:
-        return self._busy
-
-    @Property(str, notify=changed)
-    def lastResult(self) -> str:
-        return self._last
+    busy = notified(bool, "_busy", changed)
+    lastResult = notified(str, "_last", changed)
 
     @Slot()
     def chooseFile(self) -> None:

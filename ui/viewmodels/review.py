@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from app.sync.errors import Reason, ReplyKind, SyncError, classify_decision
 from app.sync.transport import Reply
 from ui.qt import Property, QObject, Signal, Slot
+from ui.viewmodels.base import notified
 from ui.viewmodels.choices import FieldChoiceViewModel
 from ui.wording import field_label, iso_when, value_in_words
 
@@ -114,13 +115,8 @@ class ReviewViewModel(FieldChoiceViewModel[dict[str, Any]]):
         """Signed in with an admin token (known after the first refresh)."""
         return self._admin
 
-    @Property(bool, notify=changed)
-    def loading(self) -> bool:
-        return self._loading
-
-    @Property(str, notify=changed)
-    def error(self) -> str:
-        return self._error
+    loading = notified(bool, "_loading", changed)
+    error = notified(str, "_error", changed)
 
     @Property(str, notify=changed)
     def notice(self) -> str:

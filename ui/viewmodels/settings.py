@@ -11,7 +11,7 @@ from __future__ import annotations
 from app.operations import SYNC_ON_METERED, load_sync_on_metered
 from ui.qt import Property, QObject, Signal, Slot
 from ui.services import Services
-from ui.viewmodels.base import ViewModel
+from ui.viewmodels.base import ViewModel, notified
 
 __all__ = ["SYNC_ON_METERED", "SettingsViewModel", "load_sync_on_metered"]
 
@@ -38,9 +38,7 @@ class SettingsViewModel(ViewModel):
         self._sync_on_metered = await self._services.executor.run(load_sync_on_metered, store)
         self.changed.emit()
 
-    @Property(bool, notify=changed)
-    def syncOnMetered(self) -> bool:
-        return self._sync_on_metered
+    syncOnMetered = notified(bool, "_sync_on_metered", changed)
 
     @Slot(bool)
     def setSyncOnMetered(self, enabled: bool) -> None:

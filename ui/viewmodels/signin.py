@@ -12,7 +12,7 @@ from collections.abc import Callable
 from app.credentials import CredentialsError, normalize_server_url, store_token
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.viewmodels.base import ViewModel
+from ui.viewmodels.base import ViewModel, notified
 
 __all__ = ["SignInViewModel"]
 
@@ -73,17 +73,9 @@ class SignInViewModel(ViewModel):
     def canSignIn(self) -> bool:
         return bool(self._server_url.strip() and self._token.strip()) and not self._busy
 
-    @Property(str, notify=changed)
-    def error(self) -> str:
-        return self._error
-
-    @Property(str, notify=changed)
-    def reason(self) -> str:
-        return self._reason
-
-    @Property(bool, notify=changed)
-    def busy(self) -> bool:
-        return self._busy
+    error = notified(str, "_error", changed)
+    reason = notified(str, "_reason", changed)
+    busy = notified(bool, "_busy", changed)
 
     @Slot()
     def signIn(self) -> None:
