@@ -7,6 +7,7 @@ The same screens against the real server and engine: tests/ui/test_scope_screens
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -271,3 +272,35 @@ def test_a_search_that_finds_the_server_gone_says_so_instead_of_no_results(
     assert not shows(window, "No work order matches")
     assert not find(window, "serverSearchButton").isEnabled()
     run(client.aclose())
+
+
+@pytest.mark.parametrize("size", [(360, 720), (1280, 800)], ids=["360x720", "1280x800"])
+def test_the_team_is_edited_beside_the_assignee(
+    run: Runner, open_window: Open, store: Store, anas_phone: list[str], size: Any
+) -> None:
+    app_vm, window = open_window(*size)
+    app_vm.openWorkOrder(anas_phone[1])  # Inspect fire doors: bob, team north
+    run.until(lambda: app_vm.editor.loaded)
+    run(app_vm.wait_idle())
+    run.pause(0.1)
+    team, assignee = find(window, "teamField"), find(window, "assigneeField")
+    assert accessible(team) == (Role.EditableText, "Team")
+    assert team.property("text") == "north"
+    assert assignee.property("text") == "bob"
+    assert shows(window, "Team")
+    top = lambda item: item.mapToScene(item.boundingRect().topLeft())  # noqa: E731
+    if size[0] > 900:  # two columns: the team on the assignee's line, to its right
+        assert top(team).y() == top(assignee).y()
+        assert top(team).x() > top(assignee).x()
+    else:  # one column: right under it
+        assert 0 < top(team).y() - top(assignee).y() < 100
+
+    type_into(window, team, "south")
+    click(window, find(window, "saveButton"))
+    run.until(lambda: not app_vm.editor.dirty and not app_vm.editor.saving)
+    run(app_vm.wait_idle())
+    (payload,) = store.db.execute_sql(
+        "SELECT payload FROM jobs WHERE entity_key = ? AND finished_at IS NULL", (anas_phone[1],)
+    ).fetchone()
+    assert json.loads(payload)["fields"] == {"team": "south"}
+    assert store.cache.get(anas_phone[1])["team"] == "south"

@@ -24,13 +24,14 @@ from ui.wording import field_label
 
 __all__ = ["FIELDS", "EditorViewModel"]
 
-FIELDS = ("title", "site", "status", "priority", "assignee", "due_date", "notes")
+FIELDS = ("title", "site", "status", "priority", "assignee", "team", "due_date", "notes")
 _BLANK = {
     "title": "",
     "site": "",
     "status": "open",
     "priority": "normal",
     "assignee": "",
+    "team": "",
     "due_date": "",
     "notes": "",
 }
