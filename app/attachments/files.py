@@ -166,8 +166,8 @@ class AttachmentFiles:
             return 0
         for path in self.root.glob("*/*"):
             stale = path.parent == self.incoming or path.name not in named
-            if stale and now - path.stat().st_mtime > ORPHAN_AGE_S:
-                with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(FileNotFoundError):  # gone meanwhile (another process)
+                if stale and now - path.stat().st_mtime > ORPHAN_AGE_S:
                     path.unlink()
                     removed += 1
         return removed

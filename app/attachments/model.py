@@ -119,7 +119,8 @@ def attachment_state(
     """Where an attachment is, from its row and its upload job (pure)."""
     if confirmed or not mine:
         return AttachmentState.UPLOADED
-    if job_status in ("dead", "conflict"):
+    if job_status in ("dead", "conflict", "done"):
+        # Done yet not confirmed: given up (a failed upload discarded) before it was removed.
         return AttachmentState.FAILED
     if upload_url is not None or offset > 0 or job_status == "leased":
         return AttachmentState.UPLOADING

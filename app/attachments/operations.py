@@ -3,15 +3,24 @@ publishes what it changed as one `OpChanges` (the screens repaint from that)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from app.attachments.model import AttachmentConfig, AttachmentView
 from app.attachments.store import Attachments
 from app.events import EventBus, OpChanges
-from app.operations import Executor
 from app.store.store import Store
 
 __all__ = ["AttachmentOperations"]
+
+T = TypeVar("T")
+
+
+class Executor(Protocol):
+    """What `app.executor.StoreExecutor` offers (as `app.operations` takes it)."""
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T: ...
 
 
 class AttachmentOperations:

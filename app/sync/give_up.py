@@ -10,13 +10,15 @@ person just chose to keep. The policy decides; the queue (`JobQueue`) writes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
+from app.attachments.store import Attachments
 from app.mutations import intended_fields
 from app.records import EDITABLE_FIELDS
 from app.store.db import connection
-from app.store.errors import storage_errors
+from app.store.errors import InvalidEditError, storage_errors
 from app.store.store import Store
 from app.sync.merge import conflict_hold, three_way, unknown_base
 
@@ -32,6 +34,11 @@ def give_up(store: Store, job_id: int) -> dict[str, Any]:
     with storage_errors(store.path), store.db.atomic():
         entry = store.discard(job_id)
         _settle_next(store, entry)
+    if entry["payload"].get("op") == "upload":
+        # A failed upload given up is an attachment removed: its bytes go, and the server
+        # is told in case an earlier try got through.
+        with contextlib.suppress(InvalidEditError):
+            Attachments(store).detach(str(entry["payload"]["attachment_id"]))
     return entry
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
@@ -13,7 +14,7 @@ from app.store.store import Store
 from tests.attachments.conftest import photo
 from tests.attachments.fake_tus import FakeTus
 from tests.sync.fake_server import FakeServer
-from tests.sync.sync_support import close_engine_thread, make_engine
+from tests.sync.sync_support import close_engine_thread, make_engine, running, wait_until
 
 MIB = 1 << 20
 URL = "http://server.test"
@@ -89,3 +90,29 @@ async def test_an_edit_saved_during_an_upload_waits_one_chunk_at_most(
     done = Attachments(store).get(view.id)
     assert done is not None
     assert done.state is AttachmentState.UPLOADED
+
+
+async def test_an_upload_waits_for_an_unmetered_link_when_metered_sync_is_off(
+    tmp_path: Path, store: Store, attachments: Attachments, both: Both
+) -> None:
+    entity = store.record_edit("create", None, {"title": "Leaking valve"}).entity_id
+    (create,) = store.queue.claim("setup", 1)
+    store.queue.ack(create, result_version=1)
+    view = attachments.attach(entity, photo(tmp_path, size=6 * MIB))
+    store.db.execute_sql(
+        "INSERT INTO settings (key, value) VALUES ('ui.sync_on_metered', '0')"
+    )  # the person's setting, as the app saves it
+    waiting = attachments.get(view.id)
+    assert waiting is not None
+    assert waiting.waits_for_unmetered, "large, and metered sync off: the UI says so"
+    engine = make_engine(
+        store, URL, "token", transport=httpx.MockTransport(both.handle), sync_on_metered=False
+    )
+    engine.set_os_hint(True, metered=True)
+    async with running(engine) as runner:
+        await wait_until(engine, runner, lambda: engine.status.paused)
+        await asyncio.sleep(0.3)
+        assert [line for line in both.order if "uploads" in line] == [], "nothing on metered"
+        engine.set_os_hint(True, metered=False)
+        await wait_until(engine, runner, lambda: view.id in both.tus.completed(), within_s=15.0)
+    assert Attachments(store).get(view.id).state is AttachmentState.UPLOADED  # type: ignore[union-attr]

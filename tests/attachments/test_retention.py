@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import httpx
@@ -110,3 +111,21 @@ async def test_thumbnails_are_cached_under_the_budget(
     attachments.attach(acked, photo(tmp_path, "next.jpg", size=380_000, seed=9))
     assert not first.exists()
     assert Retention(store, attachments.files, attachments.config).usage().thumbnails == 0
+
+
+def test_a_copy_left_by_an_attach_killed_before_its_row_is_swept_later(
+    tmp_path: Path, store: Store, attachments: Attachments, acked: str, clock: FakeClock
+) -> None:
+    kept = attachments.attach(acked, photo(tmp_path, "kept.jpg", seed=1))
+    # What a SIGKILL between the copy and the transaction leaves: bytes no row names.
+    orphan = attachments.files.copy_in(photo(tmp_path, "orphan.jpg", seed=2), 10**9).path
+    young = attachments.files.copy_in(photo(tmp_path, "young.jpg", seed=3), 10**9).path
+    now = clock.time()
+    for path, age in ((orphan, 2 * 3600), (young, 60)):
+        os.utime(path, (now - age, now - age))
+    assert kept.local_path is not None
+    os.utime(kept.local_path, (now - 2 * 3600, now - 2 * 3600))
+    assert Retention(store, attachments.files, attachments.config).sweep() == 1
+    assert not orphan.exists()
+    assert young.exists(), "may be an attach still under way in another process"
+    assert kept.local_path.exists()

@@ -14,8 +14,10 @@ import pytest
 from app.attachments import Attachments
 from app.events import Event, EventBus, UploadProgress
 from app.states import AttachmentState, JobStatus, Reason
+from app.store.deadletters import list_dead
 from app.store.store import Store
 from app.sync.config import SyncConfig
+from app.sync.give_up import give_up
 from app.sync.uploader import Uploader
 from tests.attachments.conftest import photo
 from tests.attachments.fake_tus import FakeTus, cut_patch_after, lose_reply_of_last_patch
@@ -387,3 +389,23 @@ async def test_memory_stays_flat_whatever_the_file_size(
     assert view.id in server.completed()
     assert len(peaks) == 34, "a create, 32 chunks, and the empty claim"
     assert max(peaks) < 4 * MIB, f"a step held {max(peaks) / MIB:.1f} MiB"
+
+
+async def test_giving_up_a_failed_upload_removes_the_attachment(
+    tmp_path: Path, store: Store, attachments: Attachments, acked: str, server: FakeTus, clock
+) -> None:
+    server.known = set()
+    view = attachments.attach(acked, photo(tmp_path))
+    uploader = uploader_for(store, server)
+    try:
+        await drain(uploader, clock)
+        [dead] = list_dead(store)
+        assert dead.payload["attachment_id"] == view.id  # in the failed-changes list
+        give_up(store, dead.id)
+        await drain(uploader, clock)
+    finally:
+        await uploader.aclose()
+    assert attachments.list_for(acked) == []
+    assert view.local_path is not None
+    assert not view.local_path.exists()
+    assert store.queue.in_flight() == 0
