@@ -13,15 +13,12 @@ idempotency key may be left in use, and no edit may die of the restarts.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -43,6 +40,7 @@ from tests.chaos.fleet import (
 )
 from tests.chaos.helpers import Device, add_device, record_figures
 from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo
+from tests.chaos.restarts import Restarts
 from tests.support.postgres import running_postgres
 from tests.support.serve import ServerProcess
 
@@ -59,52 +57,6 @@ class MutationSeen:
         if info.path.startswith(MUTATIONS):
             self.seen.set()
         return PASS
-
-
-class Restarts:
-    """The server of the moment: SIGKILL it, start the next on the same database."""
-
-    def __init__(self, db_url: str, proxy: FaultProxy) -> None:
-        self.db_url = db_url
-        self.proxy = proxy
-        self.current = ServerProcess(db_url).start()
-        self.log: list[str] = []
-        self.kills = 0
-        self.downtime_s: list[float] = []
-
-    def upstream(self) -> tuple[str, int]:
-        parts = urlsplit(self.current.base_url)
-        return parts.hostname or "127.0.0.1", parts.port or 80
-
-    def kill_and_restart(self) -> None:
-        os.kill(self.current.pid, signal.SIGKILL)
-        killed_at = time.monotonic()
-        # Until the next server listens, connections are refused, as at a dead server's port
-        # (the proxy would otherwise accept them and drop every request: a different fault).
-        self.proxy.link_down()
-        self.kills += 1
-        self.current.stop()  # reaps it
-        self.log += self.current.lines
-        self.current = ServerProcess(self.db_url).start()
-        self.proxy.set_upstream(self.upstream())
-        self.proxy.link_up()
-        self.downtime_s.append(time.monotonic() - killed_at)
-
-    def stop(self) -> None:
-        self.current.stop()
-        self.log += self.current.lines
-
-    def mutation_ms(self) -> list[float]:
-        """How long the servers so far took per mutation request (their request log)."""
-        durations = []
-        for line in [*self.log, *self.current.lines]:
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if entry.get("msg") == "request" and str(entry.get("path")).startswith(MUTATIONS):
-                durations.append(float(entry["duration_ms"]))
-        return durations
 
 
 def median(values: list[float], default: float) -> float:
