@@ -20,7 +20,6 @@ from server.embedded import provision_device
 REPO = Path(__file__).resolve().parents[2]
 LARGE = os.environ.get("FIELDSYNC_CHAOS_SCALE", "").lower() == "large"
 RESULTS_ENV = "FIELDSYNC_CHAOS_RESULTS"
-RESULTS_NAME = "chaos-large" if LARGE else "chaos"
 
 
 def fieldsync_command() -> list[str]:
@@ -158,25 +157,31 @@ def fill_disk(directory: Path) -> Path:
 # -- figures -------------------------------------------------------------------------------------
 
 
-def results_path() -> Path | None:
+def results_name(base: str = "chaos") -> str:
+    """`base`, or `base-large` under `FIELDSYNC_CHAOS_SCALE=large`."""
+    return f"{base}-large" if LARGE else base
+
+
+def results_path(base: str = "chaos") -> Path | None:
     """Where `$FIELDSYNC_CHAOS_RESULTS` asks the figures to go: `1` for the committed file of
     this scale (`benchmarks/results/chaos.json`, or `chaos-large.json` under
-    `FIELDSYNC_CHAOS_SCALE=large`), any other value a path; unset or `0`, nowhere (`make
-    test` never rewrites committed files)."""
+    `FIELDSYNC_CHAOS_SCALE=large`; another `base` for another file), any other value a path;
+    unset or `0`, nowhere (`make test` never rewrites committed files)."""
     wanted = os.environ.get(RESULTS_ENV, "").strip()
     if wanted in ("", "0"):
         return None
     if wanted != "1":
         return Path(wanted)
-    return RESULTS_DIR / f"{RESULTS_NAME}.json"
+    return RESULTS_DIR / f"{results_name(base)}.json"
 
 
-def record_figures(name: str, figures: dict[str, Any]) -> None:
+def record_figures(name: str, figures: dict[str, Any], *, base: str = "chaos") -> None:
     """Print the figures of one chaos run; with `$FIELDSYNC_CHAOS_RESULTS`, also merge them
     as section `name` into the results file (the other sections are kept, each with the time
-    it was measured), through `benchmarks/results_file.py`."""
+    it was measured), through `benchmarks/results_file.py`. `base` names another file, for
+    figures with a document block of their own."""
     print(f"\nFIGURES {name}: {json.dumps(figures, sort_keys=True)}")
-    target = results_path()
+    target = results_path(base)
     if target is None:
         return
     try:
@@ -185,4 +190,4 @@ def record_figures(name: str, figures: dict[str, Any]) -> None:
         sections = {}
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     sections[name] = {**figures, "scale": "large" if LARGE else "test", "measured_at": stamp}
-    write_results(RESULTS_NAME, dict(sorted(sections.items())), target)
+    write_results(results_name(base), dict(sorted(sections.items())), target)

@@ -52,11 +52,13 @@ def _check_resent(resent: Resent, interruptions: int) -> None:
     assert all(0 <= overlap <= CHUNK for overlap in resent.overlaps), str(resent)
 
 
-def _figures(name: str, seed: int, resent: Resent, **more: object) -> None:
+def _figures(name: str, seed: int, resent: Resent, problems: list[str], **more: object) -> None:
     record_figures(
         name,
         {
             "seed": seed,
+            "attachments_audited": len(SIZES),
+            "audit_problems": len(problems),
             "files": len(SIZES),
             "bytes": sum(SIZES),
             "chunk_bytes": CHUNK,
@@ -66,6 +68,7 @@ def _figures(name: str, seed: int, resent: Resent, **more: object) -> None:
             "largest_resend_bytes": max(resent.overlaps, default=0),
             **more,
         },
+        base="chaos-uploads",
     )
 
 
@@ -169,7 +172,7 @@ def test_cuts_and_lost_last_replies_resend_at_most_a_chunk_each(
     resent = resent_bytes(proxy.snapshot(), SIZES)
     problems = audit_uploads(server_process.db_url, server_process.base_url, token,
                              device.data_dir, attached)  # fmt: skip
-    _figures("upload_cuts_and_lost_replies", chaos_seed, resent, cuts=plan.cut,
+    _figures("upload_cuts_and_lost_replies", chaos_seed, resent, problems, cuts=plan.cut,
              lost_last_replies=len(plan.dropped))  # fmt: skip
     assert problems == [], problems
     assert plan.cut == 4
@@ -222,7 +225,7 @@ def test_the_device_sigkilled_mid_upload_resumes_from_the_server(
     problems = audit_uploads(server_process.db_url, server_process.base_url, token,
                              device.data_dir, attached)  # fmt: skip
     gone = sum(1 for r in records if r.fault == "client_gone")
-    _figures("upload_device_kills", chaos_seed, resent, device_kills=3,
+    _figures("upload_device_kills", chaos_seed, resent, problems, device_kills=3,
              kills_during_a_patch=during, patches_cut_by_the_kill=gone)  # fmt: skip
     assert problems == [], problems
     assert during == 3
@@ -252,7 +255,7 @@ def test_the_server_sigkilled_mid_patch_loses_at_most_the_chunk(
         proxy.stop()
         servers.stop()
     resent = resent_bytes(records, SIZES)
-    _figures("upload_server_kills", chaos_seed, resent, server_kills=servers.kills,
+    _figures("upload_server_kills", chaos_seed, resent, problems, server_kills=servers.kills,
              kills_during_a_patch=during)  # fmt: skip
     assert problems == [], problems
     assert servers.kills == 3
