@@ -358,6 +358,108 @@ def render_server(runs: dict[str, Run]) -> str:
     )
 
 
+def render_upload(runs: dict[str, Run]) -> str:
+    run = runs["upload_bench"]
+    speed, cuts, memory = run["throughput"], run["cuts"], run["memory"]
+    edit = run["edit_behind_upload"]
+    rows = [
+        (
+            f"{speed['size_mib']:g} MiB through the device's uploader "
+            f"(median of {run['metadata.runs']})",
+            f"{speed['device_mib_per_s']} MiB/s ({speed['device_s_median']} s)",
+            f"one plain PUT of the same bytes: {speed['put_mib_per_s']} MiB/s "
+            f"({speed['put_s_median']} s)",
+            f"≥ 80 %: {percent(speed['device_mib_per_s'], speed['put_mib_per_s'])}, "
+            f"{met(speed['met'])}",
+        ),
+        (
+            f"bytes re-sent after {cuts['cuts']} cuts mid-body ({cuts['size_mib']:g} MiB)",
+            f"{cuts['bytes_resent']:,} ({cuts['bytes_resent_per_cut']:,} per cut)",
+            f"largest chunk {cuts['largest_chunk_bytes']:,}",
+            f"≤ one chunk per cut: {met(cuts['resent_per_cut_within_one_chunk'])}",
+        ),
+        (
+            f"device memory growth while uploading {memory['size_mib']:g} MiB",
+            f"{memory['device_growth_mib']} MiB",
+            "",
+            f"≤ 32 MiB: {met(memory['device_growth_mib'] <= 32)}",
+        ),
+        (
+            f"server memory growth while receiving {memory['size_mib']:g} MiB",
+            f"{memory['server_growth_mib']} MiB",
+            f"the bare PUT: {memory['server_growth_during_put_mib']} MiB",
+            f"≤ 32 MiB: {met(memory['server_growth_mib'] <= 32)}",
+        ),
+        (
+            f"an edit queued behind the upload ({edit['edits_behind']} edits): delay, median / max",
+            f"{edit['delay_s_median']} / {edit['delay_s_max']} s",
+            f"the edit alone: {edit['edit_alone_s_median']} s; one chunk "
+            f"({edit['chunk_mib_median']:g} MiB): {edit['chunk_s_median']} s",
+            f"within one chunk: {met(edit['met'])}",
+        ),
+    ]
+    mode = "Quick" if run["metadata.quick"] else "Full"
+    return (
+        table(["measurement", "figure", "baseline, same run", "target"], rows)
+        + f"\n\n{mode} run.\n{measured(run)}\n"
+    )
+
+
+def render_scope(runs: dict[str, Run]) -> str:
+    run = runs["scope_bench"]
+    small, large = (str(size) for size in run["metadata.sizes"])
+    parts = []
+    for backend, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
+        figures = run["backends"].get(backend)
+        if figures is None:
+            parts.append(f"{label}: not measured (no PostgreSQL).")
+            continue
+        at = {size: figures[size] for size in (small, large)}
+        worker = {size: at[size]["first_sync"]["worker_s_median"] for size in at}
+        ratio_ = figures["worker_first_sync_large_vs_small"]
+        rows = [
+            (
+                "a new worker's first sync (its 500 work orders)",
+                f"{worker[small]} s",
+                f"{worker[large]} s",
+                f"< 2 s: {met(worker[large] < 2)}; {ratio_}× the smaller table "
+                f"(≤ 1.5×: {met(ratio_ <= 1.5)})",
+            ),
+            (
+                "an admin's full pull of the same server",
+                f"{at[small]['first_sync']['admin_s_median']} s",
+                f"{at[large]['first_sync']['admin_s_median']} s",
+                "the baseline",
+            ),
+        ]
+        for who in ("worker", "admin"):
+            cells = ["{p50_ms} / {p99_ms} ms".format(**at[size]["steady_feed"][who]) for size in at]
+            rows.append((f"steady-state feed query, {who}: p50 / p99", *cells, ""))
+        rows.append(
+            ("seeding, work orders per second",
+             *(f"{at[size]['seed_rows_per_s']:,}" for size in at), "")
+        )  # fmt: skip
+        header = [label, f"{int(small):,} work orders", f"{int(large):,} work orders", "target"]
+        parts.append(table(header, rows))
+        if not all(at[size]["first_sync"]["feed_scoped"] for size in at):
+            got = ", ".join(f"{at[size]['first_sync']['worker_cached']:,}" for size in at)
+            parts.append(
+                f"**The feed was not scoped** on {label}: the new worker received {got} work "
+                "orders, not its 500, so its first sync is a full pull."
+            )
+        if "goodput" in figures:
+            g = figures["goodput"]
+            parts.append(
+                f"{g['devices']} devices draining {g['edits_per_device']} edits each at once "
+                f"({label}, {int(large):,} work orders): one server process "
+                f"{rate(g['one_process_edits_per_s'])} edits/s, two "
+                f"{rate(g['two_processes_edits_per_s'])} edits/s, scaling ratio "
+                f"{g['scaling_ratio']}×."
+            )
+    mode = "Quick" if run["metadata.quick"] else "Full"
+    return "\n\n".join(parts) + f"\n\n{mode} run.\n{measured(run)}\n"
+
+
 CHAOS_RUNS = (("chaos", "`make test`"), ("chaos-large", "`make chaos`"))
 # Rows of the chaos tables: a label and a template over one run's figures (``{r[a.b]}`` is the
 # figure ``a.b``), rendered once per chaos run, side by side.
@@ -565,6 +667,36 @@ def render_chaos_other(runs: dict[str, Run]) -> str:
     return chaos_table(runs, "Run", OTHER_ROWS) + f"\n\n{measured_chaos(runs)}"
 
 
+UPLOAD_CHAOS = (
+    ("upload_cuts_and_lost_replies", "PATCH bodies cut, the last reply of each file lost",
+     "{r[cuts]} cuts + {r[lost_last_replies]} lost replies"),
+    ("upload_device_kills", "the device SIGKILLed mid-upload",
+     "{r[device_kills]} kills ({r[kills_during_a_patch]} during a PATCH)"),
+    ("upload_server_kills", "the server SIGKILLed mid-PATCH (SQLite)",
+     "{r[server_kills]} kills ({r[kills_during_a_patch]} during a PATCH)"),
+)  # fmt: skip
+
+
+def render_chaos_uploads(runs: dict[str, Run]) -> str:
+    run = runs["chaos-uploads"]
+    rows = []
+    for section, what, interruptions in UPLOAD_CHAOS:
+        r = run[section]
+        rows.append(
+            (
+                what,
+                interruptions.format(r=r),
+                f"{r['attachments_audited']} files, {r['bytes']:,} B: "
+                f"{r['audit_problems']} problems",
+                f"{r['bytes_resent']:,} B in {r['resumes_that_resent']} resumes",
+                f"{r['largest_resend_bytes']:,} B of a {r['chunk_bytes']:,} B chunk",
+            )
+        )
+    header = ["fault", "interruptions", "audit (once, sha256, nothing stranded)",
+              "bytes re-sent", "largest re-send"]  # fmt: skip
+    return table(header, rows) + f"\n\n{measured(run)}\n"
+
+
 @dataclass(frozen=True)
 class Block:
     sources: tuple[str, ...]  # results names: benchmarks/results/<name>.json
@@ -577,11 +709,14 @@ BLOCKS: dict[str, Block] = {
     "sync": Block(("sync_bench",), render_sync),
     "ui": Block(("ui_bench",), render_ui),
     "server": Block(("server_bench",), render_server),
+    "upload": Block(("upload_bench",), render_upload),
+    "scope": Block(("scope_bench",), render_scope),
     "reliability-summary": Block(CHAOS, render_reliability_summary),
     "chaos-devices": Block(CHAOS, render_chaos_devices),
     "chaos-server-kills": Block(CHAOS, render_chaos_server_kills),
     "chaos-disk-full": Block(CHAOS, render_chaos_disk_full),
     "chaos-other": Block(CHAOS, render_chaos_other),
+    "chaos-uploads": Block(("chaos-uploads",), render_chaos_uploads),
 }
 # How each results file is written (the Makefile's bench target runs them all).
 COMMANDS = {
@@ -589,7 +724,10 @@ COMMANDS = {
     "sync_bench": "benchmarks/sync_bench.py --json benchmarks/results/sync_bench.json",
     "ui_bench": "benchmarks/ui_bench.py --json benchmarks/results/ui_bench.json",
     "server_bench": "benchmarks/server_bench.py --json benchmarks/results/server_bench.json",
+    "upload_bench": "benchmarks/upload_bench.py --json benchmarks/results/upload_bench.json",
+    "scope_bench": "benchmarks/scope_bench.py --json benchmarks/results/scope_bench.json",
     "chaos": "FIELDSYNC_CHAOS_RESULTS=1 pytest tests/chaos",
+    "chaos-uploads": "FIELDSYNC_CHAOS_RESULTS=1 pytest tests/chaos/test_upload_chaos.py",
     "chaos-large": "FIELDSYNC_CHAOS_RESULTS=1 FIELDSYNC_CHAOS_SCALE=large pytest tests/chaos",
 }
 

@@ -1,0 +1,392 @@
+"""Upload benchmark: the device's resumable (tus) upload beside one plain HTTP PUT of the same
+bytes to the same server process, bytes re-sent after cuts, memory, and an edit behind a file.
+
+    .venv/bin/python benchmarks/upload_bench.py --quick --json /tmp/upload.json
+    .venv/bin/python benchmarks/upload_bench.py --json     # benchmarks/results/upload_bench.json
+
+One server process for the whole run (`benchmarks/upload_server.py`: the real app started as
+`fieldsync-server serve` starts it, with a bare streaming `PUT /bench/sink/{name}` in front of
+it), on SQLite, loopback, `--log-level warning`, rate limit off. Each device is its own process
+(`benchmarks/upload_device.py`: the real store, attachment queue and sync engine), with a fresh
+data dir; the file is random bytes (incompressible), in the page cache for both clients.
+
+- throughput: a file of SIZE (100 MiB; 16 MiB quick) uploaded by the device (attach, then the
+  engine's uploader, timed from the engine's start to the progress event saying `uploaded`)
+  beside one `PUT` of the same file from httpx streaming it from disk to the sink, which writes
+  it to disk, hashes it and fsyncs it (the least an upload that checks its bytes must do).
+  Interleaved run by run, medians; the ratio is device MiB/s over PUT MiB/s (target >= 80 %).
+  Every upload is checked afterwards: `GET /v1/attachments/{id}` hashes to the file's sha256.
+- cuts: the same file through the fault proxy (`tests/chaos/proxy.py`), which cuts 5 PATCH
+  bodies at seeded points (the server gets the bytes before the cut, the device a reset). Bytes
+  re-sent = PATCH body bytes the proxy read from the device, minus the file size; per cut it
+  should stay under one chunk (a resume starts from the server's offset, not from zero).
+- memory: a file of 2 x SIZE uploaded while the RSS of the device process and of the server
+  process are sampled every 20 ms: peak minus the RSS just before the upload (target <= 32 MiB
+  each); beside it, the server's growth while the sink takes one PUT of the same file.
+- edit behind an upload: while a SIZE file uploads, 5 edits of the work order are queued at
+  seeded moments, each timed from queued to acknowledged; beside them, the same edits with
+  nothing uploading (after the upload, same engine). The delay the upload causes (median and
+  max of behind minus the median alone) is compared with the median chunk's time (target:
+  within one chunk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_device import DeviceChild  # noqa: E402
+from bench_server import ServerProcess, temp_dir  # noqa: E402
+from results_file import add_json_option, write_results  # noqa: E402
+from rss import RssSampler  # noqa: E402
+
+from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo, cut_body  # noqa: E402
+
+MIB = 1024 * 1024
+HERE = Path(__file__).resolve().parent
+THROUGHPUT_TARGET = 0.80
+RSS_TARGET_MIB = 32.0
+CUTS = 5
+EDITS = 5
+UPLOAD_LIMIT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    runs: int
+    size: int  # bytes of the throughput, cut and edit files
+    rss_size: int  # bytes of the memory run's file
+
+
+QUICK = Plan(runs=3, size=16 * MIB, rss_size=32 * MIB)
+FULL = Plan(runs=5, size=100 * MIB, rss_size=200 * MIB)
+
+
+class UploadServer(ServerProcess):
+    """`upload_server.py`: the app plus the bare sink, uploads allowed up to `max_upload`."""
+
+    def __init__(self, workdir: Path, max_upload: int) -> None:
+        super().__init__(workdir)
+        self.sink_dir = workdir / "sink"
+        self.max_upload = max_upload
+        self.workdir = workdir
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, str(HERE / "upload_server.py"), "--db", self.db_url,
+            "--port", str(self.port), "--sink-dir", str(self.sink_dir),
+            "--setting", f"max_upload_bytes={self.max_upload}",
+            "--setting", f"attachments_dir={self.workdir / 'attachments'}",
+        ]  # fmt: skip
+
+
+def make_payload(path: Path, size: int, seed: int) -> str:
+    """`size` random bytes (seeded) at `path`; returns their sha256."""
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    with path.open("wb") as out:
+        left = size
+        while left:
+            block = rng.randbytes(min(MIB, left))
+            out.write(block)
+            digest.update(block)
+            left -= len(block)
+    return digest.hexdigest()
+
+
+def start_device(root: Path, server_url: str, token: str, file: Path, *extra: str) -> DeviceChild:
+    """An `upload_device.py` with a fresh data dir: `ready` (attached, waiting), then `done`."""
+    data_dir = root / f"device-{time.monotonic_ns()}"
+    data_dir.mkdir(parents=True)
+    env = {**os.environ, "FIELDSYNC_TOKEN": token, "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, str(HERE / "upload_device.py"), "--data-dir", str(data_dir),
+               "--server", server_url, "--file", str(file), *extra]  # fmt: skip
+    return DeviceChild(command, data_dir.with_suffix(".stderr"), env)
+
+
+def put_file(base_url: str, file: Path, name: str, sha256: str) -> float:
+    """Seconds for one streaming PUT of `file` to the sink (checked: size and hash)."""
+    with httpx.Client(base_url=base_url, timeout=600.0) as client:
+        client.get("/healthz")  # the connection is open before the clock starts, as the
+        # device's engine has its own open when its upload begins
+        started = time.perf_counter()
+        with file.open("rb") as body:
+            # A file object: httpx sends Content-Length (from fstat) and reads it in blocks.
+            reply = client.put(f"/bench/sink/{name}", content=body)
+        elapsed = time.perf_counter() - started
+    reply.raise_for_status()
+    if reply.json() != {"size": file.stat().st_size, "sha256": sha256}:
+        raise RuntimeError(f"the sink received something else: {reply.text}")
+    return elapsed
+
+
+def check_on_server(base_url: str, token: str, attachment_id: str, sha256: str) -> None:
+    """The attachment's bytes on the server hash to what the device attached."""
+    digest = hashlib.sha256()
+    headers = {"Authorization": f"Bearer {token}"}
+    with (
+        httpx.Client(base_url=base_url, headers=headers, timeout=600.0) as client,
+        client.stream("GET", f"/v1/attachments/{attachment_id}") as reply,
+    ):
+        reply.raise_for_status()
+        for block in reply.iter_bytes(MIB):
+            digest.update(block)
+    if digest.hexdigest() != sha256:
+        raise RuntimeError(f"attachment {attachment_id} on the server has other bytes")
+
+
+def upload(
+    root: Path, server: UploadServer, token: str, file: Path, sha256: str, *extra: str,
+    url: str | None = None, sampler_pids: dict[str, int] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, float]]:  # fmt: skip
+    """One device upload; (ready message, done message, RSS growth in MiB if sampled)."""
+    device = start_device(root, url or server.base_url, token, file, *extra)
+    try:
+        ready = device.expect("ready")
+        if ready["sha256"] != sha256:
+            raise RuntimeError("the device attached other bytes")
+        pids = {"device": device.pid, **(sampler_pids or {})}
+        with RssSampler(pids) as sampler:
+            sampler.mark()
+            device.send()
+            done = device.expect("done")
+        growth = sampler.growth_mib() if sampler_pids is not None else {}
+    finally:
+        device.close()
+    check_on_server(server.base_url, token, ready["attachment_id"], sha256)
+    return ready, done, growth
+
+
+class CutPlan:
+    """Cuts PATCH number 1, 3, 5, ... (from 0) until `cuts` are done, each at a seeded point
+    of its body; every other request passes."""
+
+    def __init__(self, cuts: int, seed: int) -> None:
+        self.left = cuts
+        self.rng = random.Random(seed)
+        self.patches = 0
+        self.cut_at: list[tuple[int, int]] = []  # (bytes before the cut, body length)
+
+    def __call__(self, info: RequestInfo) -> Fault:
+        if info.method != "PATCH":
+            return PASS
+        self.patches += 1
+        if self.left <= 0 or self.patches % 2 == 1 or info.body_bytes < 2:
+            return PASS
+        self.left -= 1
+        after = self.rng.randrange(1, info.body_bytes)
+        self.cut_at.append((after, info.body_bytes))
+        return cut_body(after)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def measure_throughput(
+    root: Path, server: UploadServer, token: str, file: Path, sha256: str, runs: int
+) -> dict[str, Any]:
+    size = file.stat().st_size
+    device_s: list[float] = []
+    put_s: list[float] = []
+    chunk_bytes: list[int] = []
+    for run in range(runs):
+        # Alternate which goes first, so a slow moment of the machine hits both alike.
+        order = ("device", "put") if run % 2 == 0 else ("put", "device")
+        for what in order:
+            if what == "put":
+                put_s.append(put_file(server.base_url, file, f"run-{run}", sha256))
+            else:
+                _, done, _ = upload(root, server, token, file, sha256)
+                device_s.append(done["upload_s"])
+                chunk_bytes += [chunk["bytes"] for chunk in done["chunks"]]
+    device_rate = size / MIB / median(device_s)
+    put_rate = size / MIB / median(put_s)
+    return {
+        "size_mib": round(size / MIB, 1),
+        "device_s_median": round(median(device_s), 3),
+        "put_s_median": round(median(put_s), 3),
+        "device_mib_per_s": round(device_rate, 1),
+        "put_mib_per_s": round(put_rate, 1),
+        "ratio": round(device_rate / put_rate, 3),
+        "target": THROUGHPUT_TARGET,
+        "met": device_rate / put_rate >= THROUGHPUT_TARGET,
+        "chunk_mib_median": round(median(chunk_bytes) / MIB, 2) if chunk_bytes else None,
+        "chunk_mib_max": round(max(chunk_bytes) / MIB, 2) if chunk_bytes else None,
+        "samples": {
+            "device_s": [round(s, 3) for s in device_s],
+            "put_s": [round(s, 3) for s in put_s],
+        },  # fmt: skip
+    }
+
+
+def measure_cuts(
+    root: Path, server: UploadServer, token: str, file: Path, sha256: str, seed: int
+) -> dict[str, Any]:
+    size = file.stat().st_size
+    plan = CutPlan(CUTS, seed)
+    host, port = "127.0.0.1", server.port
+    proxy = FaultProxy((host, port), plan).start()
+    try:
+        _, done, _ = upload(root, server, token, file, sha256, "--fast-retries", url=proxy.base_url)
+        records = proxy.snapshot()
+    finally:
+        proxy.stop()
+    patches = [r for r in records if r.method == "PATCH"]
+    sent = sum(r.body_bytes for r in patches)
+    chunks = [chunk["bytes"] for chunk in done["chunks"]]
+    largest = max(chunks) if chunks else 0
+    resent = sent - size
+    return {
+        "size_mib": round(size / MIB, 1),
+        "cuts": len(plan.cut_at),
+        "patch_requests": len(patches),
+        "bytes_sent_in_patches": sent,
+        "bytes_resent": resent,
+        "bytes_resent_per_cut": round(resent / max(len(plan.cut_at), 1)),
+        "largest_chunk_bytes": largest,
+        "resent_per_cut_within_one_chunk": resent <= len(plan.cut_at) * largest,
+        "upload_s": done["upload_s"],
+        "cut_points": [{"after": after, "of": length} for after, length in plan.cut_at],
+    }
+
+
+def measure_memory(
+    root: Path, server: UploadServer, token: str, file: Path, sha256: str
+) -> dict[str, Any]:
+    _, done, growth = upload(root, server, token, file, sha256,
+                             sampler_pids={"server": server.pid})  # fmt: skip
+    with RssSampler({"server": server.pid}) as sampler:
+        sampler.mark()
+        put_file(server.base_url, file, "memory", sha256)
+    put_growth = sampler.growth_mib()
+    return {
+        "size_mib": round(file.stat().st_size / MIB, 1),
+        "device_growth_mib": growth["device"],
+        "server_growth_mib": growth["server"],
+        "server_growth_during_put_mib": put_growth["server"],
+        "target_mib": RSS_TARGET_MIB,
+        "met": growth["device"] <= RSS_TARGET_MIB and growth["server"] <= RSS_TARGET_MIB,
+        "upload_s": done["upload_s"],
+    }
+
+
+def measure_edit_behind(
+    root: Path, server: UploadServer, token: str, file: Path, sha256: str, seed: int
+) -> dict[str, Any]:
+    _, done, _ = upload(root, server, token, file, sha256, "--edits", str(EDITS),
+                        "--seed", str(seed))  # fmt: skip
+    behind = [edit["s"] for edit in done["edits_behind"]]
+    alone = median(done["edits_alone_s"])
+    chunk_s = median([chunk["s"] for chunk in done["chunks"]])
+    delays = [s - alone for s in behind]
+    return {
+        "edits_behind": len(behind),
+        "edit_behind_s_median": round(median(behind), 4),
+        "edit_behind_s_max": round(max(behind), 4),
+        "edit_alone_s_median": round(alone, 4),
+        "delay_s_median": round(median(delays), 4),
+        "delay_s_max": round(max(delays), 4),
+        "chunk_s_median": round(chunk_s, 4),
+        "chunk_mib_median": round(median([c["bytes"] for c in done["chunks"]]) / MIB, 2),
+        "delay_max_in_chunks": round(max(delays) / chunk_s, 2),
+        "met": max(delays) <= chunk_s,
+        "upload_done_before_an_edit": any(
+            edit["upload_done_first"] for edit in done["edits_behind"]
+        ),
+    }
+
+
+def run(plan: Plan, seed: int, say: Any) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    with temp_dir() as root:
+        file = root / "payload.bin"
+        sha256 = make_payload(file, plan.size, seed)
+        big = root / "payload-big.bin"
+        big_sha256 = make_payload(big, plan.rss_size, seed + 1)
+        (root / "server").mkdir()
+        server = UploadServer(root / "server", max_upload=plan.rss_size + MIB)
+        with server:
+            token = server.add_device("bench-phone")
+            say(f"throughput: {plan.runs} runs of {plan.size // MIB} MiB, device and PUT")
+            results["throughput"] = measure_throughput(root, server, token, file, sha256, plan.runs)
+            say(f"cuts: {CUTS} cuts while uploading {plan.size // MIB} MiB through the proxy")
+            results["cuts"] = measure_cuts(root, server, token, file, sha256, seed)
+            say(f"memory: {plan.rss_size // MIB} MiB, device and server RSS sampled")
+            results["memory"] = measure_memory(root, server, token, big, big_sha256)
+            say(f"edit behind an upload: {EDITS} edits during a {plan.size // MIB} MiB upload")
+            results["edit_behind_upload"] = measure_edit_behind(
+                root, server, token, file, sha256, seed
+            )
+    return results
+
+
+def print_table(results: dict[str, Any]) -> None:
+    meta = results["metadata"]
+    t, c, m, e = (results[k] for k in ("throughput", "cuts", "memory", "edit_behind_upload"))
+    load = meta["load_average_1m"]
+    print(f"\n{meta['mode']} run; load average (1 min) {load['start']:.2f} -> {load['end']:.2f}")
+    rows = [
+        (f"device upload, {t['size_mib']} MiB (median of {meta['runs']})",
+         f"{t['device_mib_per_s']} MiB/s", f"{t['device_s_median']} s"),
+        ("plain PUT to the same process", f"{t['put_mib_per_s']} MiB/s", f"{t['put_s_median']} s"),
+        ("device / PUT", f"{t['ratio']:.0%}", f">= 80 %: {'met' if t['met'] else 'MISSED'}"),
+        (f"bytes re-sent after {c['cuts']} cuts", f"{c['bytes_resent']:,}",
+         f"{c['bytes_resent_per_cut']:,} per cut; chunk {c['largest_chunk_bytes']:,}"),
+        (f"device RSS growth, {m['size_mib']} MiB", f"{m['device_growth_mib']} MiB",
+         f"<= 32 MiB: {'met' if m['device_growth_mib'] <= 32 else 'MISSED'}"),
+        ("server RSS growth (PUT to the sink)", f"{m['server_growth_mib']} MiB",
+         f"({m['server_growth_during_put_mib']} MiB)"),
+        ("edit behind an upload, median / max", f"{e['edit_behind_s_median']} / "
+         f"{e['edit_behind_s_max']} s", f"alone {e['edit_alone_s_median']} s"),
+        ("delay the upload added, max", f"{e['delay_s_max']} s",
+         f"one chunk {e['chunk_s_median']} s: {'met' if e['met'] else 'MISSED'}"),
+    ]  # fmt: skip
+    for label, figure, note in rows:
+        print(f"{label:44}{figure:>22}  {note}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="16 MiB files, a minute or two")
+    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=20261201)
+    add_json_option(parser, "upload_bench")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    if args.runs:
+        plan = Plan(args.runs, plan.size, plan.rss_size)
+    started = time.perf_counter()
+    load_start = os.getloadavg()[0]
+    results = run(plan, args.seed, lambda line: print(line, file=sys.stderr, flush=True))
+    results["metadata"] = {
+        "mode": "quick" if args.quick else "full",
+        "quick": args.quick,
+        "runs": plan.runs,
+        "statistic": "median",
+        "seed": args.seed,
+        "server": "benchmarks/upload_server.py (the app + a bare PUT sink), SQLite, loopback",
+        "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
+        "elapsed_s": round(time.perf_counter() - started, 1),
+    }
+    print_table(results)
+    if args.json:
+        print(f"wrote {write_results('upload_bench', results, args.json)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
