@@ -27,6 +27,7 @@ import os
 import random
 import sqlite3
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,36 @@ async def make_edit(engine: SyncEngine, store: Store, edit: dict[str, Any]) -> s
     return outcome
 
 
+@contextlib.asynccontextmanager
+async def running(engine: SyncEngine) -> AsyncIterator[asyncio.Task[None]]:
+    """The engine running in a task; stopped (leases released) and awaited on the way out."""
+    runner = asyncio.create_task(engine.run())
+    try:
+        yield runner
+    finally:
+        await engine.stop()
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
+
+
+async def wait_until(
+    runner: asyncio.Task[None],
+    finished: Callable[[], Awaitable[bool]],
+    limit_s: float,
+    poll_s: float,
+) -> bool:
+    """Poll `finished()` until it says so (True), or until the engine's task ended (its error
+    raised, else False); TimeoutError after `limit_s`."""
+    async with asyncio.timeout(limit_s):
+        while not await finished():
+            if runner.done():
+                runner.result()
+                return False
+            await asyncio.sleep(poll_s)
+    return True
+
+
 async def main_async(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir)
     rng = random.Random(args.seed)
@@ -154,30 +185,22 @@ async def main_async(args: argparse.Namespace) -> int:
             if args.final:
                 start = len(plan)
             pulls_before = await engine.executor.run(reconciles, store)
-            runner = asyncio.create_task(engine.run())
-            print(f"runner: start at edit {start} of {len(plan)}", flush=True)
-            try:
+            async with running(engine) as runner:
+                print(f"runner: start at edit {start} of {len(plan)}", flush=True)
                 for index in range(start, len(plan)):
                     await asyncio.sleep(rng.uniform(0.0, args.pace))
                     append(f"begin {index}")
                     outcome = await make_edit(engine, store, plan[index])
                     word, _, rest = outcome.partition(" ")
                     append(f"{word} {index} {rest.replace(chr(10), ' ')}")
-                async with asyncio.timeout(args.timeout):
-                    while True:
-                        left = await engine.executor.run(deliverable, store)
-                        pulls = await engine.executor.run(reconciles, store)
-                        if left == 0 and (pulls > pulls_before or not args.final):
-                            break
-                        if runner.done():
-                            runner.result()
-                            return 1
-                        await asyncio.sleep(0.2)
-            finally:
-                await engine.stop()
-                runner.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await runner
+
+                async def settled() -> bool:
+                    left = await engine.executor.run(deliverable, store)
+                    pulls = await engine.executor.run(reconciles, store)
+                    return left == 0 and (pulls > pulls_before or not args.final)
+
+                if not await wait_until(runner, settled, args.timeout, 0.2):
+                    return 1
     print("runner: idle", flush=True)
     return 0
 

@@ -156,9 +156,9 @@ class CutsAndLostReplies:
 
 def _device(tmp_path: Path, db_url: str, seed: int) -> tuple[UploadDevice, list, str]:
     token = add_device(db_url, "camera-phone")
-    data_dir = tmp_path / "device"
-    attached = attach_files(data_dir, make_files(tmp_path / "files", random.Random(seed)))
-    return UploadDevice(data_dir, token, seed), attached, token
+    device = UploadDevice(tmp_path / "devices", token, seed)
+    attached = attach_files(device.data_dir, make_files(tmp_path / "files", random.Random(seed)))
+    return device, attached, token
 
 
 def test_cuts_and_lost_last_replies_resend_at_most_a_chunk_each(

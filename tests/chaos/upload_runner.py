@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
@@ -26,7 +25,7 @@ from pathlib import Path
 from app.store.db import connection
 from app.store.store import Store
 from app.sync.engine import SyncEngine
-from tests.chaos.device_runner import QUEUE, deliverable, sync_config
+from tests.chaos.device_runner import QUEUE, deliverable, running, sync_config, wait_until
 
 _UNCONFIRMED = (
     "SELECT COUNT(*) FROM attachments WHERE mine = 1 AND confirmed_at IS NULL "
@@ -49,26 +48,16 @@ async def main_async(args: argparse.Namespace) -> int:
             upload_chunk_max_bytes=args.chunk,
         )
         engine = SyncEngine(store, config, token=lambda: token, rng=rng)
-        runner = asyncio.create_task(engine.run())
-        print(
-            f"runner: start, {await engine.executor.run(unconfirmed, store)} to upload", flush=True
-        )
-        try:
-            async with asyncio.timeout(args.timeout):
-                while True:
-                    left = await engine.executor.run(deliverable, store)
-                    waiting = await engine.executor.run(unconfirmed, store)
-                    if left == 0 and waiting == 0:
-                        break
-                    if runner.done():
-                        runner.result()
-                        return 1
-                    await asyncio.sleep(0.1)
-        finally:
-            await engine.stop()
-            runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await runner
+        waiting = await engine.executor.run(unconfirmed, store)
+        print(f"runner: start, {waiting} to upload", flush=True)
+
+        async def finished() -> bool:
+            left = await engine.executor.run(deliverable, store)
+            return left == 0 and await engine.executor.run(unconfirmed, store) == 0
+
+        async with running(engine) as runner:
+            if not await wait_until(runner, finished, args.timeout, 0.1):
+                return 1
     print("runner: idle", flush=True)
     return 0
 

@@ -25,7 +25,7 @@ from app.attachments import Attachments, AttachmentView
 from app.states import AttachmentState
 from app.store.store import Store
 from server.database import open_store
-from tests.chaos.helpers import REPO
+from tests.chaos.helpers import REPO, Device
 from tests.chaos.proxy import RequestRecord
 
 CHUNK = 256 * 1024
@@ -53,49 +53,23 @@ def attach_files(data_dir: Path, files: list[Path]) -> list[AttachmentView]:
         return [attachments.attach(entity_id, path) for path in files]
 
 
-class UploadDevice:
-    """One `tests.chaos.upload_runner` process at a time for a data dir; SIGKILL and restart."""
+class UploadDevice(Device):
+    """One `tests.chaos.upload_runner` process at a time for a data dir; SIGKILL and restart
+    (the device of the many-devices run, with another program and no plan)."""
 
-    def __init__(self, data_dir: Path, token: str, seed: int) -> None:
-        self.data_dir = data_dir
-        self.token = token
-        self.seed = seed
-        self.log_path = data_dir.parent / f"{data_dir.name}-runner.out"
-        self.process: subprocess.Popen[bytes] | None = None
-        self.starts = 0
+    def __init__(self, root: Path, token: str, seed: int) -> None:
+        super().__init__("device", root, token, [], seed)
 
-    def start(self, server: str) -> None:
+    def start(self, server: str, pace: float = 0.0, *extra: str) -> None:
         env = {**os.environ, "FIELDSYNC_TOKEN": self.token, "PYTHONPATH": str(REPO)}
         with self.log_path.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "tests.chaos.upload_runner", "--data-dir",
                  str(self.data_dir), "--server", server, "--chunk", str(CHUNK),
-                 "--seed", str(self.seed + self.starts), "--timeout", "90"],
+                 "--seed", str(self.seed + self.starts), "--timeout", "90", *extra],
                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         self.starts += 1
-
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def kill(self) -> bool:
-        if not self.running():
-            return False
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait(10)
-        return True
-
-    def wait(self, timeout: float) -> int:
-        assert self.process is not None
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"the runner did not finish:\n{self.output()}") from None
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
 
 
 # -- bytes re-sent ---------------------------------------------------------------------------
