@@ -8,8 +8,9 @@ Writing a million work orders through the API would take an hour; the benchmark 
 *state* those writes leave, not their path. So the rows are written straight into the server's
 tables, opened through `server.database.open_store` (its schema, indexes and pragmas): every
 work order at version 1 with its own change number, and the change counter past the last one.
-What else the server keeps per work order for the scoped feed is written the same way, by
-`server_side_rows`, so that the feed sees what it would have seen after the real writes.
+What else the server keeps per work order for the scoped feed (`scope_entry`, where it exists)
+is written the same way, with the server's own key rules, so that the feed sees what it would
+have seen after the real writes.
 
 Who holds what: work order i is assigned to user `user-(i mod 2000)` and tagged with that
 user's team (`team-(user mod 50)`), except 500 spread evenly over the feed, assigned to
@@ -177,8 +178,29 @@ def _copy_text(value: Any) -> str:
 
 
 def _write_server_side_rows(store: Store, population: Population, columns: list[str]) -> None:
-    """What the server keeps beside each work order for the scoped feed: nothing in this
-    release (the feed reads `work_order` itself); a scope index would be filled here."""
+    """What the server keeps beside each work order for the scoped feed, where it keeps
+    anything (`scope_entry`: one row per scope key of each work order, at its change number,
+    the keys from the server's own `server.scope.record_keys`)."""
+    entries_table = getattr(store.tables, "ScopeEntry", None)
+    if entries_table is None:
+        return  # the feed reads work_order itself
+    from server.scope import record_keys  # the server that has the table has its rules
+
+    at = {name: columns.index(name) for name in ("id", "assignee", "team", "created_by", "seq")}
+
+    def entries() -> Iterator[tuple[Any, ...]]:
+        for row in _rows(population, columns, _columns(store)[1]):
+            keys = record_keys(row[at["assignee"]], row[at["team"]], row[at["created_by"]])
+            for key in sorted(keys):
+                yield (key, row[at["id"]], row[at["seq"]], True)
+
+    names = ["key", "entity_id", "seq", "present"]
+    table = entries_table._meta.table_name
+    if store.is_postgres:
+        _copy(store, table, names, entries())
+        store.db.execute_sql(f'ANALYZE "{table}"')
+    else:
+        _insert_many(store, table, names, entries())
 
 
 def _add(db_url: str, name: str, role: str, user: str, team: str) -> str:
