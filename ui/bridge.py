@@ -26,6 +26,7 @@ from app.events import (
     QueueChanged,
     RecordsChanged,
     SyncProgress,
+    UploadProgress,
 )
 from ui.qt import QObject, Signal
 
@@ -62,6 +63,8 @@ class Bridge(QObject):
         authRequired(str server_url, str reason)
         opChanges(list entity_ids, bool queue, bool conflicts, bool settings)
                                           — what a core operation (app.operations) changed
+        uploadProgress(dict change)     — an attachment's upload moved: attachment_id,
+                                          entity_id, state, offset, size, reason ("": none)
 
     `connectivity` keeps the last state the engine published ("" before the first), for
     view-models that word something by it (the editor's "Saved. Sending…").
@@ -80,6 +83,7 @@ class Bridge(QObject):
     syncProgress = Signal(int, int, str)
     authRequired = Signal(str, str)
     opChanges = Signal(list, bool, bool, bool)
+    uploadProgress = Signal(dict)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -127,6 +131,17 @@ class Bridge(QObject):
             case OpChanges():
                 self.opChanges.emit(
                     sorted(event.entity_ids), event.queue, event.conflicts, event.settings
+                )
+            case UploadProgress():
+                self.uploadProgress.emit(
+                    {
+                        "attachment_id": event.attachment_id,
+                        "entity_id": event.entity_id,
+                        "state": str(event.state),
+                        "offset": int(event.offset),
+                        "size": int(event.size),
+                        "reason": event.reason or "",
+                    }
                 )
             case _:
                 log.debug("bridge ignores %s", type(event).__name__)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.attachments import AttachmentOperations
 from app.events import EventBus
 from app.operations import Operations
 from app.store.store import Store
@@ -58,6 +59,8 @@ class Services:
     clock: Callable[[], float] = time.time
     #: Core writes; built over the bridge's bus when not given (its OpChanges reach the UI).
     operations: Operations = field(default=None)  # type: ignore[assignment]
+    #: Photos and files of work orders (attach, list, retry, remove), built like `operations`.
+    attachments: AttachmentOperations = field(default=None)  # type: ignore[assignment]
 
     def wake(self) -> None:
         """Ask the engine to send now (after a core write a person made); none, nothing."""
@@ -75,3 +78,6 @@ class Services:
                 self.bridge.attach(EventBus())
             assert self.bridge.bus is not None
             self.operations = Operations(self.store, self.executor, self.bridge.bus)
+        if self.attachments is None:
+            assert self.bridge.bus is not None
+            self.attachments = AttachmentOperations(self.store, self.executor, self.bridge.bus)

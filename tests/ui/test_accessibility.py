@@ -4,12 +4,14 @@ accessibility interfaces of the real window's items, on every page at phone and 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from PySide6.QtGui import QAccessible  # only the tests read the accessibility tree
 
+from app.attachments import Attachments
 from app.store.store import Store
 from tests.ui.conftest import Open, Runner, add_orders, make_conflict, make_dead
 from tests.ui.qml_driver import click, find
@@ -44,10 +46,15 @@ INTERACTIVE_CLASSES = (
 
 
 @pytest.fixture
-def seeded(store: Store) -> Store:
+def seeded(store: Store, tmp_path: Path) -> Store:
     add_orders(store, 5, assignee="Ana")
     make_dead(store, title="Fix gate hinge")
     make_conflict(store)
+    # A photo on every work order: the editor's strip is walked with the fields.
+    report = tmp_path / "meter-report.txt"
+    report.write_text("Reading: 48213 kWh\n", encoding="utf-8")
+    for row in store.cache.query(limit=100):
+        Attachments(store).attach(row["id"], report)
     return store
 
 
@@ -173,6 +180,29 @@ def test_names_are_the_visible_labels(run: Runner, open_window: Open, seeded: St
     # Toggles: Qt reports a checkable button as a check box, which AT-SPI reads as such.
     assert accessible(find(window, "mine_notes")) == (Role.CheckBox, "Keep mine")
     assert accessible(find(window, "theirs_notes")) == (Role.CheckBox, "Take theirs")
+
+
+def test_photos_and_files_are_named_as_shown(run: Runner, open_window: Open, seeded: Store) -> None:
+    app_vm, window = open_window(360, 720)
+    # The row reads as "<title>, <sync state>"; its attachment line as its words.
+    line = find(window, "attachmentCount")
+    assert accessible(line) == (Role.StaticText, "1 attachment, 1 file waiting")
+    run(show_page(app_vm, "editor"))
+    run(app_vm.wait_idle())
+    run.until(lambda: _shown(find(window, "attachmentThumb_0")))
+    assert accessible(find(window, "addAttachmentButton")) == (Role.Button, "Add photo or file")
+    assert accessible(find(window, "attachmentThumb_0")) == (Role.Button, "meter-report.txt")
+    assert _visible_text(window, "meter-report.txt")
+    click(window, find(window, "attachmentThumb_0"))
+    run.until(lambda: _shown(find(window, "viewerCloseButton")))
+    run.pause(0.3)  # the view opens over the window
+    assert nameless(window) == []
+    assert accessible(find(window, "viewerCloseButton")) == (Role.Button, "Close")
+    assert accessible(find(window, "viewerRemoveButton")) == (Role.Button, "Remove…")
+    click(window, find(window, "viewerRemoveButton"))
+    run.until(lambda: _shown(find(window, "confirmRemoveButton")))
+    assert accessible(find(window, "confirmRemoveButton")) == (Role.Button, "Remove")
+    assert accessible(find(window, "keepAttachmentButton")) == (Role.Button, "Keep it")
 
 
 def _visible_text(window: QQuickWindow, text: str) -> bool:

@@ -1,4 +1,5 @@
-// Create or edit a work order; unsynced edits are marked; Save validates with the server's rules.
+// Create or edit a work order; unsynced edits are marked; Save validates with the server's rules;
+// its photos and files below.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -95,5 +96,12 @@ FsPage {
             Layout.preferredWidth: 1
             onClicked: page.vm.revert()
         }
+    }
+
+    // Photos and files are kept on their own (not part of Save): each is queued once added.
+    FsDivider { Layout.fillWidth: true; Layout.topMargin: Theme.spacingS }
+    AttachmentStrip {
+        vm: page.app.attachments
+        Layout.fillWidth: true
     }
 }

@@ -18,6 +18,8 @@ ItemDelegate {
     required property bool pinned
     required property string scopeText
     required property string scopeDetail
+    required property int attachmentCount
+    required property string attachmentsWaiting
     property bool showDetail: false
     signal opened(string entityId)
 
@@ -72,6 +74,12 @@ ItemDelegate {
                     visible: row.offlineText !== ""
                     Layout.fillWidth: true
                     Accessible.ignored: true
+                }
+                AttachmentCount {
+                    visible: row.attachmentCount > 0
+                    count: row.attachmentCount
+                    waiting: row.attachmentsWaiting
+                    Layout.fillWidth: true
                 }
             }
             Item {

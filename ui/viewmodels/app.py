@@ -13,6 +13,7 @@ from typing import Any
 
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
+from ui.viewmodels.attachments import AttachmentListModel
 from ui.viewmodels.base import ListViewModel, ViewModel
 from ui.viewmodels.conflicts import ConflictViewModel
 from ui.viewmodels.deadletters import DeadLetterModel
@@ -80,6 +81,7 @@ class AppViewModel(QObject):
         self._export = PendingExportViewModel(services, self)
         self._keep_offline = KeepOfflineViewModel(services, self)
         self._search = SearchViewModel(services, self)
+        self._attachments = AttachmentListModel(services, self)
         for child in self._children():
             connect(child.message, self.message.emit)
         connect(self._editor.changed, self.on_editor_changed)
@@ -128,6 +130,7 @@ class AppViewModel(QObject):
             self._export,
             self._keep_offline,
             self._search,
+            self._attachments,
         )
 
     # -- navigation -------------------------------------------------------------------------
@@ -196,6 +199,7 @@ class AppViewModel(QObject):
 
     def on_editor_changed(self) -> None:
         self._keep_offline.follow(self._editor.entityId if self._editor.loaded else "")
+        self._attachments.show(self._editor.entityId)
 
     def on_keep_offline_discarded(self, entity_id: str) -> None:
         if self._editor.entityId == entity_id:
@@ -275,6 +279,10 @@ class AppViewModel(QObject):
     @Property(QObject, constant=True)
     def search(self) -> SearchViewModel:
         return self._search
+
+    @Property(QObject, constant=True)
+    def attachments(self) -> AttachmentListModel:
+        return self._attachments
 
     @Property(QObject, constant=True)
     def pendingExport(self) -> PendingExportViewModel:

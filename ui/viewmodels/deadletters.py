@@ -12,12 +12,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from app.attachments import Attachments
 from app.operations import payload_from_text
 from app.store.deadletters import ERROR_KINDS, DeadJob, list_dead
 from app.store.errors import InvalidEditError, StoreError
+from app.store.store import Store
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.base import ListViewModel, notified
@@ -26,7 +29,15 @@ from ui.wording import kind_in_words, reason_in_words, when
 
 __all__ = ["DeadLetterModel", "validate_payload"]
 
-_OPS = {"create": "Create", "update": "Edit", "delete": "Delete"}
+_OPS = {
+    "create": "Create",
+    "update": "Edit",
+    "delete": "Delete",
+    "upload": "Upload",
+    "remove": "Removal",
+}
+#: A photo's or file's jobs (app.attachments): named by the file and its work order.
+_FILE_OPS = ("upload", "remove")
 #: A core operation on one failed job (retry it, give it up).
 Operation = Callable[[int], Awaitable[object]]
 
@@ -60,6 +71,21 @@ def _export(path: Path, jobs: list[DeadJob]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(records, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
+
+
+def _dead_jobs(store: Store) -> list[DeadJob]:
+    """Dead jobs; a failed upload (or removal) of a file reads as the file and its work order,
+    "meter.png (Replace valve)", with the same actions as an edit."""
+    files = Attachments(store)
+    jobs = []
+    for job in list_dead(store):
+        if job.op in _FILE_OPS:
+            view = files.get(str(job.payload.get("attachment_id", "")))
+            order = store.cache.get(view.entity_id) if view is not None else None
+            name = view.filename if view is not None else "A removed file"
+            job = replace(job, title=f"{name} ({order['title']})" if order else name)
+        jobs.append(job)
+    return jobs
 
 
 class DeadLetterModel(ListViewModel[DeadJob]):
@@ -127,7 +153,7 @@ class DeadLetterModel(ListViewModel[DeadJob]):
         self._tasks.start(self._reload(), "dead-reload")
 
     async def _reload(self) -> None:
-        jobs = await self._services.executor.run(list_dead, self._services.store)
+        jobs = await self._services.executor.run(_dead_jobs, self._services.store)
         self._all = jobs
         self._apply_filter()
 

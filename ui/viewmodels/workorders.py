@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.attachments import AttachmentCounts, Attachments
 from app.store.deadletters import EntityJobState, job_states
 from app.store.scope import Identity, read_identity
 from app.store.store import Store
 from ui.qt import Property, QModelIndex, QObject, Signal, Slot, connect
 from ui.services import Services
+from ui.viewmodels.attachment_words import waiting_in_words
 from ui.viewmodels.badges import badge_for
 from ui.viewmodels.base import Index, ListViewModel
 from ui.viewmodels.scope import (
@@ -53,6 +55,7 @@ def _load_page(
     total = store.cache.count(**where) if with_count else None
     rows = store.cache.query(**where, limit=limit, offset=offset)
     ids = [row["id"] for row in rows if row["pending_edits"]]
+    _with_attachments(store, rows)
     return total, rows, job_states(store, ids), read_identity(store) if with_count else None
 
 
@@ -60,7 +63,15 @@ def _load_rows(
     store: Store, entity_ids: list[str]
 ) -> tuple[dict[str, dict[str, Any] | None], dict[str, EntityJobState]]:
     rows = {entity_id: store.cache.get(entity_id) for entity_id in entity_ids}
+    _with_attachments(store, [row for row in rows.values() if row is not None])
     return rows, job_states(store, entity_ids)
+
+
+def _with_attachments(store: Store, rows: list[dict[str, Any]]) -> None:
+    """Each row's photos and files (how many, what waits), for the line under its title."""
+    counts = Attachments(store).counts_for(row["id"] for row in rows)
+    for row in rows:
+        row["attachments"] = counts.get(row["id"])
 
 
 class WorkOrderListModel(ListViewModel[dict[str, Any]]):
@@ -92,6 +103,8 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         "pinned",
         "scopeText",
         "scopeDetail",
+        "attachmentCount",
+        "attachmentsWaiting",
     )
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
@@ -356,6 +369,13 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
             return STATUS_LABELS.get(row["status"], row["status"])
         if name == "pendingEdits":
             return int(row["pending_edits"])
+        if name in ("attachmentCount", "attachmentsWaiting"):
+            counts: AttachmentCounts | None = row.get("attachments")
+            if counts is None:
+                return 0 if name == "attachmentCount" else ""
+            if name == "attachmentCount":
+                return counts.total
+            return waiting_in_words(counts.waiting_images, counts.waiting - counts.waiting_images)
         badge = badge_for(
             self._states.get(row["id"]), self._services.clock(), online=self._services.online
         )

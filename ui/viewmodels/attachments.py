@@ -1,0 +1,298 @@
+"""The editor's photos and files: one work order's attachments with their upload state.
+
+"Add photo or file" asks the page for a file (its FileDialog; inside the Flatpak Qt hands it
+to the FileChooser portal) and attaches it through the core (`AttachmentOperations.attach`),
+which copies the file into the data dir before it returns: the chosen file is read once, so
+the portal's grant is not needed afterwards. The strip repaints in place from the uploader's
+`UploadProgress` events and reloads on the OpChanges of attach, retry and remove.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from app.attachments import AttachmentView
+from app.states import AttachmentState
+from app.store.errors import StoreError
+from ui.qt import Property, QObject, QUrl, Signal, Slot, connect
+from ui.services import Services
+from ui.viewmodels.attachment_words import (
+    UploadWords,
+    is_image,
+    percent,
+    state_in_words,
+)
+from ui.viewmodels.base import ListViewModel, notified
+from ui.wording import size_in_words
+
+__all__ = ["AttachmentListModel"]
+
+
+def _local_file(url_or_path: str) -> Path:
+    url = QUrl(url_or_path)
+    return Path(url.toLocalFile() if url.isLocalFile() else url_or_path)
+
+
+class AttachmentListModel(ListViewModel[AttachmentView]):
+    """Attachments of the work order open in the editor, oldest first.
+
+    Signals:
+        changed()  — the work order, the count, busy or the viewed attachment changed
+        fileWanted()  — the page should ask which file to attach (its FileDialog)
+    """
+
+    changed = Signal()
+    fileWanted = Signal()
+    ROLE_NAMES = (
+        "attachmentId",
+        "filename",
+        "kindText",
+        "isImage",
+        "imageUrl",
+        "sizeText",
+        "state",
+        "stateText",
+        "progress",
+        "canRetry",
+    )
+
+    def __init__(self, services: Services, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._services = services
+        self._entity_id = ""
+        self._viewed = ""  # the attachment shown full screen ("" none)
+        self._busy = False
+        self._generation = 0
+        bridge = services.bridge
+        connect(bridge.opChanges, self.on_bridge_op_changes)
+        connect(bridge.uploadProgress, self.on_bridge_upload_progress)
+        connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
+
+    # -- rows -------------------------------------------------------------------------------
+
+    def _value(self, row: AttachmentView, name: str) -> Any:
+        words = self._words(row)
+        image = is_image(row.content_type)
+        match name:
+            case "attachmentId":
+                return row.id
+            case "filename" | "title":
+                return row.filename
+            case "kindText":
+                return "Photo" if image else "File"
+            case "isImage":
+                return image
+            case "imageUrl":
+                local = row.local_path
+                return QUrl.fromLocalFile(str(local)).toString() if image and local else ""
+            case "sizeText":
+                return size_in_words(row.size)
+            case "state":
+                return "waiting" if words.waits_for_unmetered else words.state
+            case "stateText":
+                return state_in_words(words)
+            case "progress":
+                uploading = words.state == "uploading" and not words.waits_for_unmetered
+                return percent(words.offset, words.size) / 100 if uploading else -1.0
+            case "canRetry":
+                return row.state is AttachmentState.FAILED
+        raise KeyError(name)
+
+    def _words(self, row: AttachmentView) -> UploadWords:
+        # A large upload waits while the engine is paused on a metered link by the person's
+        # setting (the status bar says "Paused"): the photo says it waits for Wi-Fi.
+        unsent = row.state in (AttachmentState.WAITING, AttachmentState.UPLOADING)
+        paused = self._services.bridge.connectivity == "paused"
+        return UploadWords(
+            state=str(row.state),
+            offset=row.offset,
+            size=row.size,
+            reason=row.reason or "",
+            waits_for_unmetered=unsent and (row.waits_for_unmetered or paused),
+        )
+
+    # -- the work order ---------------------------------------------------------------------
+
+    def show(self, entity_id: str) -> None:
+        """Follow the editor: the attachments of ``entity_id`` ("" for a new, unsaved form)."""
+        if entity_id == self._entity_id:
+            return
+        self._generation += 1
+        self._entity_id = entity_id
+        self._viewed = ""
+        self.beginResetModel()
+        self._rows = []
+        self.endResetModel()
+        self.changed.emit()
+        self.reload()
+
+    @Slot()
+    def reload(self) -> None:
+        if self._entity_id:
+            self._tasks.start(self._reload(self._entity_id, self._generation), "attachments")
+
+    async def _reload(self, entity_id: str, generation: int) -> None:
+        rows = await self._services.attachments.list_for(entity_id)
+        if generation != self._generation:
+            return  # the person opened another work order meanwhile
+        if [r.id for r in rows] == [r.id for r in self._rows]:
+            self._rows = list(rows)
+            self.repaint()
+        else:
+            self.beginResetModel()
+            self._rows = list(rows)
+            self.endResetModel()
+        if self._viewed and self._viewed not in {r.id for r in rows}:
+            self._viewed = ""
+        self.changed.emit()
+
+    # -- core events ------------------------------------------------------------------------
+
+    def on_bridge_op_changes(
+        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
+    ) -> None:
+        if self._entity_id and self._entity_id in entity_ids:
+            self.reload()
+
+    def on_bridge_upload_progress(self, change: dict[str, Any]) -> None:
+        """One upload moved: its tile repaints in place; an unknown one of this work order
+        (attached by another window, or a colleague's) reloads the strip."""
+        if not self._entity_id or change["entity_id"] != self._entity_id:
+            return
+        i = next((i for i, r in enumerate(self._rows) if r.id == change["attachment_id"]), -1)
+        if i < 0:
+            self.reload()
+            return
+        self._rows[i] = replace(
+            self._rows[i],
+            state=AttachmentState(change["state"]),
+            offset=int(change["offset"]),
+            reason=change["reason"] or None,
+        )
+        self.repaint([i])
+        if change["attachment_id"] == self._viewed:
+            self.changed.emit()
+
+    def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
+        if self._rows:  # "Waiting for Wi-Fi" follows the engine's pause
+            self.repaint()
+            self.changed.emit()
+
+    # -- properties -------------------------------------------------------------------------
+
+    entityId = notified(str, "_entity_id", changed)
+
+    @Property(int, notify=changed)
+    def count(self) -> int:
+        return len(self._rows)
+
+    @Property(bool, notify=changed)
+    def canAdd(self) -> bool:
+        return bool(self._entity_id) and not self._busy
+
+    @Property(str, notify=changed)
+    def heading(self) -> str:
+        return f"Photos and files ({len(self._rows)})" if self._rows else "Photos and files"
+
+    @Property(str, notify=changed)
+    def hint(self) -> str:
+        if not self._entity_id:
+            return "Save the work order first, then add photos and files."
+        if self._busy:
+            return "Adding the file…"
+        if not self._rows:
+            return "No photos or files yet. They stay on this device until the server has them."
+        return ""
+
+    @Property(str, constant=True)
+    def folderUrl(self) -> str:
+        """Where the dialog opens: Pictures if there is one, else the home folder."""
+        home = Path.home()
+        folder = home / "Pictures" if (home / "Pictures").is_dir() else home
+        return QUrl.fromLocalFile(str(folder)).toString()
+
+    # -- actions ----------------------------------------------------------------------------
+
+    @Slot()
+    def chooseFile(self) -> None:
+        if self.canAdd:
+            self.fileWanted.emit()
+
+    @Slot(str)
+    def attach(self, file: str) -> None:
+        """Attach ``file`` (a file:// URL from the dialog, or a path) to the open work order."""
+        if not self._entity_id:
+            self.message.emit("Save the work order first, then add photos and files.")
+            return
+        self._busy = True
+        self.changed.emit()
+        self._tasks.start(self._attach(self._entity_id, _local_file(file)), "attach")
+
+    async def _attach(self, entity_id: str, path: Path) -> None:
+        try:
+            added = await self._services.attachments.attach(entity_id, path)
+        except StoreError as exc:  # not a file, unreadable, too large, storage full
+            self.message.emit(f"Not added: {exc}")
+        else:
+            online = self._services.online
+            then = "Uploading…" if online else "It will be sent when the server is reachable."
+            self.message.emit(f"Added {added.filename}. {then}")
+            self._services.wake()
+        finally:
+            self._busy = False
+            self.changed.emit()
+        if entity_id == self._entity_id:
+            await self._reload(entity_id, self._generation)
+
+    @Slot(str)
+    def retry(self, attachment_id: str) -> None:
+        self._tasks.start(self._retry(attachment_id), "attachment-retry")
+
+    async def _retry(self, attachment_id: str) -> None:
+        try:
+            await self._services.attachments.retry_upload(attachment_id)
+        except StoreError as exc:
+            self.message.emit(f"Not retried: {exc}")
+            return
+        self.message.emit("Sending it again.")
+        self._services.wake()
+
+    @Slot(str)
+    def remove(self, attachment_id: str) -> None:
+        self._tasks.start(self._remove(attachment_id), "detach")
+
+    async def _remove(self, attachment_id: str) -> None:
+        try:
+            removed = await self._services.attachments.detach(attachment_id)
+        except StoreError as exc:
+            self.message.emit(f"Not removed: {exc}")
+            return
+        if self._viewed == attachment_id:
+            self.closeViewer()
+        self.message.emit(f"Removed {removed.filename}.")
+        self._services.wake()
+
+    # -- full-screen view -------------------------------------------------------------------
+
+    @Slot(str)
+    def openViewer(self, attachment_id: str) -> None:
+        if any(r.id == attachment_id for r in self._rows):
+            self._viewed = attachment_id
+            self.changed.emit()
+
+    @Slot()
+    def closeViewer(self) -> None:
+        if self._viewed:
+            self._viewed = ""
+            self.changed.emit()
+
+    @Property(bool, notify=changed)
+    def viewerOpen(self) -> bool:
+        return bool(self._viewed)
+
+    @Property("QVariantMap", notify=changed)
+    def viewed(self) -> dict[str, Any]:
+        i = next((i for i, r in enumerate(self._rows) if r.id == self._viewed), -1)
+        return self.get(i) if i >= 0 else {}
