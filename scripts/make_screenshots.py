@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from app.attachments import Attachments
 from app.store.queue import Outcome
 from app.store.store import Store
 from app.sync.engine import SyncConfig, SyncEngine
@@ -46,8 +47,43 @@ def sync(store: Store, url: str, token: str) -> None:
         raise SystemExit("sync did not finish")
 
 
+_QT_APP: object = None
+
+
+def photos(folder: Path) -> list[Path]:
+    """Three pictures, drawn here (a meter, a gasket, a door), and a plain-text note."""
+    from ui.qt import QColor, QGuiApplication, QImage, QPainter, Qt
+
+    global _QT_APP
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    _QT_APP = QGuiApplication.instance() or QGuiApplication(["make_screenshots"])  # for QPainter
+    made = []
+    for name, sky, shape in [
+        ("meter-0931.jpg", "#5b7fa6", "#e8e1d0"),
+        ("gasket-before.jpg", "#6b5a48", "#2b2b2b"),
+        ("fire-door.jpg", "#a33b2c", "#d9d9d9"),
+    ]:
+        image = QImage(1200, 900, QImage.Format.Format_RGB32)
+        image.fill(QColor(sky))
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor(shape))
+        painter.drawEllipse(300, 150, 600, 600)
+        painter.setBrush(QColor("#00000040"))
+        painter.drawRect(0, 700, 1200, 200)
+        painter.end()
+        path = folder / name
+        image.save(str(path), "JPG", 85)
+        made.append(path)
+    note = folder / "readings.txt"
+    note.write_text("Meter 0931: 48213 kWh\n", encoding="utf-8")
+    return [*made, note]
+
+
 def seed(tmp: Path, srv: object) -> tuple[Path, str]:
-    """The phone's data dir: six synced work orders, a conflict, a pending and a failed edit."""
+    """The phone's data dir: six synced work orders, a conflict, a pending and a failed edit,
+    and photos and a file on "Meter reading" (the app's engine uploads them)."""
     phone, office = tmp / "phone", tmp / "office"
     phone_token, office_token = srv.add_device("phone-ana"), srv.add_device("office")  # type: ignore[attr-defined]
     url = srv.base_url  # type: ignore[attr-defined]
@@ -69,6 +105,9 @@ def seed(tmp: Path, srv: object) -> tuple[Path, str]:
             Outcome(error="validation_error: assignee: not a member of this team", http_status=422),
         )
         store.record_edit("update", ids[3], {"status": "in_progress"})
+        files = Attachments(store)
+        for path in photos(tmp):
+            files.attach(ids[2], path)
     return phone, phone_token
 
 

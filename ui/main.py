@@ -2,7 +2,7 @@
 embedded local server; or `--screenshot FILE` to render one page offscreen and exit.
 
     fieldsync-gui [--data-dir DIR] [--server URL] [--size WxH] [--dark] [--high-contrast]
-    fieldsync-gui --screenshot FILE [--size 360x720] [--page list|editor|conflict|dead|...|all]
+    fieldsync-gui --screenshot FILE [--size 360x720] [--page list|editor|attachments|...|all]
                   [--search TEXT]
 
 With `--page all`, FILE names each page with `{page}` (`shots/{page}.png`).
@@ -30,9 +30,9 @@ from ui import crash
 from ui.bridge import Bridge
 from ui.embedded import EmbeddedServerUnavailable, start_embedded_server
 from ui.qt import QApplication, QNetworkInformation, QQmlApplicationEngine, connect
-from ui.screenshot import show_page, take_screenshots
+from ui.screenshot import SHOTS, show_page, take_screenshots
 from ui.services import Services
-from ui.viewmodels.app import PAGES, AppViewModel
+from ui.viewmodels.app import AppViewModel
 from ui.viewmodels.settings import load_sync_on_metered
 from ui.window import load_window, set_style
 
@@ -54,7 +54,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--size", help="window size, WxH (default: 1280x800; 360x720 with --screenshot)"
     )
     parser.add_argument(
-        "--page", default="list", choices=[*sorted(PAGES), "all"], help="page to render"
+        "--page", default="list", choices=[*sorted(SHOTS), "all"], help="page to render"
     )
     parser.add_argument(
         "--search", default="", help="with --screenshot: what the search page asks the server"

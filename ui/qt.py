@@ -32,7 +32,7 @@ from PySide6.QtCore import (
     Slot,
     qInstallMessageHandler,
 )
-from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPalette
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPalette
 from PySide6.QtQml import QQmlApplicationEngine, QQmlEngine
 from PySide6.QtQuick import QQuickItem, QQuickWindow
 from PySide6.QtQuickControls2 import QQuickStyle
@@ -98,6 +98,7 @@ __all__ = [
     "QModelIndex",
     "QNetworkInformation",
     "QObject",
+    "QPainter",
     "QPalette",
     "QPersistentModelIndex",
     "QQmlApplicationEngine",

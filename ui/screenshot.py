@@ -18,12 +18,16 @@ from app.events import EventBus
 from app.executor import StoreExecutor
 from app.store.store import Store
 from ui.bridge import Bridge
-from ui.qt import QQmlApplicationEngine
+from ui.qt import QQmlApplicationEngine, QQuickItem
 from ui.services import Services
 from ui.viewmodels.app import PAGES, AppViewModel
 from ui.window import load_window
 
-__all__ = ["show_page", "take_screenshots"]
+__all__ = ["SHOTS", "show_page", "take_screenshots"]
+
+#: Every picture `--page` can take: each page, then the editor's photos and files (scrolled to
+#: its strip) and one of them full screen.
+SHOTS = (*PAGES, "attachments", "attachment")
 
 #: How long the engine may take to reach the server and go quiet before the pictures.
 SETTLE_S = 20.0
@@ -31,8 +35,18 @@ SETTLE_S = 20.0
 
 async def show_page(app_vm: AppViewModel, page: str, search: str = "") -> None:
     """Navigate to `page` with something on it: the first work order, the first conflict,
-    the server's results for `search` (when the search can run)."""
-    if page == "editor":
+    the server's results for `search` (when the search can run); for "attachments" and
+    "attachment" the first work order with photos or files."""
+    if page in ("attachments", "attachment"):
+        rows = [app_vm.workOrders.get(i) for i in range(app_vm.workOrders.rowCount())]
+        with_files = [row for row in rows if row["attachmentCount"]] or rows[:1]
+        if with_files:
+            app_vm.openWorkOrder(with_files[0]["entityId"])
+        await app_vm.wait_idle()
+        first = app_vm.attachments.get(0)
+        if page == "attachment" and first:
+            app_vm.attachments.openViewer(first["attachmentId"])
+    elif page == "editor":
         first = app_vm.workOrders.get(0)
         if first:
             app_vm.openWorkOrder(first["entityId"])
@@ -114,13 +128,17 @@ async def take_screenshots(args: argparse.Namespace, store: Store, executor: Sto
         if engine is not None:
             await _settle(app_vm)
         await app_vm.wait_idle()
-        pages = list(PAGES) if args.page == "all" else [args.page]
+        pages = list(SHOTS) if args.page == "all" else [args.page]
         for page in pages:
             await show_page(app_vm, page, args.search)
             await asyncio.sleep(0.3)  # let the scene graph lay out the loaded page
+            if page == "attachments":
+                _scroll_to(window, "attachmentsHeading")
+                await asyncio.sleep(0.2)
             target = str(args.screenshot).replace("{page}", page)
             if not window.grabWindow().save(target):
                 failed.append(target)
+            app_vm.attachments.closeViewer()
             app_vm.open("list")
     finally:
         if engine is not None and sync_task is not None:
@@ -138,3 +156,16 @@ async def take_screenshots(args: argparse.Namespace, store: Store, executor: Sto
         print(f"fieldsync-gui: could not write {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _scroll_to(window: Any, name: str) -> None:
+    """Scroll the page holding the item called `name` so that it is at the top."""
+    item = window.findChild(QQuickItem, name)
+    flick = item.parentItem() if item is not None else None
+    while flick is not None and "Flickable" not in flick.metaObject().className():
+        flick = flick.parentItem()
+    if item is None or flick is None:
+        return
+    top = item.mapToItem(flick.property("contentItem"), 0, 0).y() - 8
+    most = max(0.0, float(flick.property("contentHeight")) - flick.height())
+    flick.setProperty("contentY", min(most, max(0.0, top)))
