@@ -17,7 +17,9 @@ from app.store.store import Store
 from app.sync.reconcile import Reconciler
 from app.sync.scope import Finder, NeedsConnection, PinRefused, SearchRefused
 from app.sync.transport import ServerClient
-from tests.sync.fake_server import json_response, record
+from tests.sync.fake_clock import FakeClock
+from tests.sync.fake_server import FakeServer, json_response, record
+from tests.sync.sync_support import job_rows, make_engine, running, wait_until
 
 URL = "http://fieldsync.test"
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -245,3 +247,40 @@ def _cache(store: Store, found: dict[str, Any]) -> None:
     from app.sync.reconcile import apply_page
 
     apply_page(store, [found], "1")
+
+
+async def test_the_engine_keeps_a_departed_work_order_until_its_retried_edit_lands(
+    clocked_store: Store, clock: FakeClock
+) -> None:
+    store = clocked_store
+    fake = FakeServer()
+    order = record(str(uuid.uuid4()), assignee="ana")
+    _cache(store, order)
+    store.record_edit("update", order["id"], {"notes": "seal replaced"})
+    fake.script = [json_response(503, {"error": "busy"})]  # the first send fails
+    fake.changes = [
+        json_response(
+            200,
+            {
+                "changes": [{"id": order["id"], "out_of_scope": True}],
+                "next": "5",
+                "has_more": False,
+            },
+        )
+    ]
+    engine = make_engine(store, URL, "t", transport=fake.transport, clock=clock)
+    seen: list[dict[str, Any] | None] = []
+
+    def kept() -> bool:
+        row = store.cache.get(order["id"])
+        seen.append(row)
+        return row is not None and row["no_longer_assigned"]
+
+    async with running(engine) as runner:
+        await wait_until(engine, runner, kept)
+        assert {job["status"] for job in job_rows(store)} == {"pending"}, "still unsent"
+        await wait_until(engine, runner, lambda: store.cache.get(order["id"]) is None)
+    delivered = [m for body in fake.bodies() for m in body.get("mutations", [body])]
+    assert delivered[-1]["fields"] == {"notes": "seal replaced"}
+    assert {job["status"] for job in job_rows(store)} == {"done"}
+    assert all(row is not None for row in seen), "never gone before the edit landed"
