@@ -34,15 +34,10 @@ SYNC_COLUMNS = (
     "local_updated_at",
     "last_synced_at",
 )
-# WORKAROUND: until the record schema (app/records.py) names `team`, the column (migration 6)
-# is read beside the editable fields; then it is one of them.
-_TEAM = () if "team" in EDITABLE_FIELDS else ("team",)
-#: The fields of a server record the cache shows (the editable ones).
-_VISIBLE = (*EDITABLE_FIELDS, *_TEAM)
 #: What the device knows of the scope: pinned (as the server said, or as asked here), and
 #: when the work order left the scope with edits unsent ("No longer assigned to you").
 SCOPE_COLUMNS = ("pinned", "left_scope_at")
-_COLUMNS = ("id", *_VISIBLE, *SYNC_COLUMNS, *SCOPE_COLUMNS)
+_COLUMNS = ("id", *EDITABLE_FIELDS, *SYNC_COLUMNS, *SCOPE_COLUMNS)
 _SELECT = (
     f"SELECT {', '.join('w.' + c for c in _COLUMNS)}, "
     "(SELECT COUNT(*) FROM jobs AS j WHERE j.entity_key = w.id "
@@ -190,7 +185,7 @@ class WorkOrderCache:
             if not queued:
                 conn.execute("DELETE FROM work_orders WHERE id = ?", (entity_id,))
             return  # a create still queued holds the fields already
-        visible = dict(zip(_VISIBLE, _visible_values(orjson.loads(row[0])), strict=True))
+        visible = dict(zip(EDITABLE_FIELDS, _visible_values(orjson.loads(row[0])), strict=True))
         for payload in queued:
             visible.update(intended_fields(payload))
         self.apply_local(entity_id, visible, now)
@@ -261,8 +256,8 @@ def apply_server_records(
 
 
 def _visible_values(record: dict[str, Any]) -> list[Any]:
-    """A server record's editable fields as the cache stores them, in ``_VISIBLE`` order."""
-    values = [record.get(name) for name in _VISIBLE]
+    """A server record's editable fields as the cache stores them, in EDITABLE_FIELDS order."""
+    values = [record.get(name) for name in EDITABLE_FIELDS]
     values[_DELETED] = bool(values[_DELETED])
     for index in _CLEARABLE:
         values[index] = values[index] or ""
@@ -295,7 +290,7 @@ def _pinned(record: dict[str, Any]) -> int | None:
 
 _DELETED = EDITABLE_FIELDS.index("deleted")
 _CLEARABLE_NAMES = ("site", "notes", "assignee", "team")
-_CLEARABLE = tuple(_VISIBLE.index(name) for name in _CLEARABLE_NAMES)
+_CLEARABLE = tuple(EDITABLE_FIELDS.index(name) for name in _CLEARABLE_NAMES)
 
 
 # One prepared statement per case (SQLite caches them): insert the record if the device has
@@ -311,9 +306,9 @@ _SERVER_COLUMNS = (
     "pinned",
 )
 _UPSERT_HEAD = (
-    f"INSERT INTO work_orders (id, {', '.join(_VISIBLE)}, {', '.join(_SERVER_COLUMNS)}, "
+    f"INSERT INTO work_orders (id, {', '.join(EDITABLE_FIELDS)}, {', '.join(_SERVER_COLUMNS)}, "
     f"local_updated_at, origin) "
-    f"VALUES ({', '.join('?' for _ in range(2 + len(_VISIBLE) + len(_SERVER_COLUMNS)))}, "
+    f"VALUES ({', '.join('?' for _ in range(2 + len(EDITABLE_FIELDS) + len(_SERVER_COLUMNS)))}, "
     "'server') ON CONFLICT (id) DO UPDATE SET origin = 'server', "
     + ", ".join(
         f"{name} = COALESCE(excluded.{name}, {name})"
@@ -323,4 +318,6 @@ _UPSERT_HEAD = (
     )
 )
 _UPSERT_SERVER_STATE = _UPSERT_HEAD
-_UPSERT_SERVER_RECORD = _UPSERT_HEAD + "".join(f", {name} = excluded.{name}" for name in _VISIBLE)
+_UPSERT_SERVER_RECORD = _UPSERT_HEAD + "".join(
+    f", {name} = excluded.{name}" for name in EDITABLE_FIELDS
+)
