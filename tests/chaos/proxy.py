@@ -325,10 +325,11 @@ class FaultProxy:
         self.online = True
 
     async def _down(self) -> None:
-        self.online = False
+        # Closed before `online` turns false, so whoever sees it false finds the port closed.
         if self._server is not None:
             self._server.close()
             self._server = None
+        self.online = False
         for writer in list(self._writers):
             _rst(writer)
 

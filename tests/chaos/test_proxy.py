@@ -117,11 +117,16 @@ def test_link_down_refuses_connections_then_recovers(proxy: FaultProxy, via: htt
         httpx.get(f"{proxy.base_url}/healthz", timeout=2)
     proxy.link_up()
     assert via.get("/healthz").status_code == 200
-    proxy.flap([(0.2, 0.4)])
-    time.sleep(0.35)
+    # Long enough offline that a loaded machine still asks while the link is down; the test
+    # waits for the flap itself instead of guessing when it happened.
+    proxy.flap([(0.2, 3.0)])
+    deadline = time.monotonic() + 5
+    while proxy.online and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not proxy.online
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{proxy.base_url}/healthz", timeout=2)
-    proxy.wait_flapping(5)
+    proxy.wait_flapping(10)
     assert httpx.get(f"{proxy.base_url}/healthz", timeout=2).status_code == 200
 
 
