@@ -163,3 +163,50 @@ def test_a_refused_delete_offers_retry_and_discard_without_a_form(
     assert find(window, "retryButton").isVisible()
     on_screen = [text for text, _ in shown_texts(window)]
     assert shows(window, "refused by the server (403)"), on_screen
+
+
+def test_choosing_another_row_asks_before_the_form_loses_its_edits(
+    run: Runner, open_window: Open, store: Store
+) -> None:
+    dead_edit(store, "update", {"site": "Yard 9"}, "validation_error: site: not a known site")
+    dead_edit(store, "update", {"site": "Yard 12"}, "validation_error: site: not a known site")
+    app_vm, window = open_window(360, 720)
+    app_vm.open("dead")
+    run(app_vm.wait_idle())
+    run.until(lambda: app_vm.deadLetters.count == 2)
+    site = find(window, "failed_siteField")
+    click(window, find(window, "deadRow_0"))
+    run.until(lambda: site.isVisible() and site.property("text") in ("Yard 9", "Yard 12"))
+    first = site.property("text")
+    other = "Yard 12" if first == "Yard 9" else "Yard 9"
+    question = "Discard your changes to this failed change?"
+    # Another row without edits: no question, the other change is shown.
+    click(window, find(window, "deadRow_1"))
+    run.until(lambda: site.property("text") == other)
+    click(window, find(window, "deadRow_0"))
+    run.until(lambda: site.property("text") == first)
+    type_into(window, site, "North yard")
+    run.until(lambda: find(window, "retryButton").property("text") == "Retry with my edits")
+    # With edits, choosing the other row asks first and keeps the edit on screen.
+    click(window, find(window, "deadRow_1"))
+    run.until(lambda: find(window, "keepEditingButton").isVisible())
+    run.pause(0.2)
+    on_screen = [text for text, _ in shown_texts(window)]
+    assert shows(window, question), on_screen
+    assert shows(window, "Keep editing"), on_screen
+    assert site.property("text") == "North yard"
+    click(window, find(window, "keepEditingButton"))
+    run.until(lambda: not find(window, "confirmLeaveForm").isVisible())
+    assert not shows(window, question)
+    assert site.property("text") == "North yard"
+    assert find(window, "retryButton").property("text") == "Retry with my edits"
+    # Asked again, "Discard" drops the edit and shows the row that was chosen.
+    click(window, find(window, "deadRow_1"))
+    run.until(lambda: find(window, "discardEditsButton").isVisible())
+    click(window, find(window, "discardEditsButton"))
+    run.until(lambda: site.property("text") == other)
+    assert not find(window, "confirmLeaveForm").isVisible()
+    click(window, find(window, "deadRow_0"))
+    run.until(lambda: site.property("text") == first)  # the stored value, the edit is gone
+    assert not find(window, "confirmLeaveForm").isVisible()
+    assert app_vm.deadLetters.count == 2  # nothing was sent or discarded

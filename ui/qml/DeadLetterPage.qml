@@ -186,6 +186,38 @@ FsPage {
         Layout.topMargin: 8
         spacing: 6
         FsDivider {}
+        // Another row was chosen while this form had edits: ask before they are lost.
+        FsCard {
+            objectName: "confirmLeaveForm"
+            visible: page.vm.askingToDiscardEdits
+            Layout.fillWidth: true
+            ColumnLayout {
+                width: parent.width
+                PlainLabel {
+                    text: "Discard your changes to this failed change?"
+                    wrapMode: Text.WordWrap
+                    Layout.fillWidth: true
+                }
+                RowLayout {
+                    Layout.fillWidth: true
+                    FsButton {
+                        objectName: "keepEditingButton"
+                        text: "Keep editing"
+                        Layout.fillWidth: true
+                        onClicked: page.vm.keepEditing()
+                    }
+                    FsButton {
+                        objectName: "discardEditsButton"
+                        text: "Discard"
+                        Layout.fillWidth: true
+                        onClicked: {
+                            page.vm.discardEdits()
+                            Qt.callLater(page.showDetails)
+                        }
+                    }
+                }
+            }
+        }
         PlainLabel {
             objectName: "selectedTitle"
             text: page.hasJob ? page.job.op + " of “" + page.job.title + "”" : ""

@@ -121,6 +121,8 @@ class DeadLetterModel(ListViewModel[DeadJob]):
         self._form: dict[str, str] = {}
         self._form_job = -1
         self._form_errors: dict[str, str] | None = None
+        # The row chosen while this form had edits: shown once the person says to discard.
+        self._leaving_for = -1
         # One reload for a burst of operations (a bulk retry publishes one OpChanges a job).
         self._reload_timer = self._timer(30, self.reload, single_shot=True)
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
@@ -164,6 +166,8 @@ class DeadLetterModel(ListViewModel[DeadJob]):
         self._checked &= live
         if self._selected not in live:
             self._selected = self._rows[0].id if self._rows else -1
+        if self._leaving_for not in live:
+            self._leaving_for = -1
         self.endResetModel()
         self.changed.emit()
 
@@ -194,9 +198,35 @@ class DeadLetterModel(ListViewModel[DeadJob]):
 
     @Slot(int)
     def select(self, job_id: int) -> None:
+        """Show another change; with unsaved edits in this one's form, ask first
+        (`askingToDiscardEdits`: the person answers `keepEditing` or `discardEdits`)."""
+        if job_id != self._selected and self._form_job == self._selected and self.formEdited:
+            self._leaving_for = job_id
+            self.changed.emit()
+            return
+        self._show(job_id)
+
+    def _show(self, job_id: int) -> None:
         self._selected = job_id
+        self._leaving_for = -1
         self._edit_error = ""
         self.changed.emit()
+
+    @Property(bool, notify=changed)
+    def askingToDiscardEdits(self) -> bool:
+        return self._leaving_for >= 0
+
+    @Slot()
+    def keepEditing(self) -> None:
+        self._leaving_for = -1
+        self.changed.emit()
+
+    @Slot()
+    def discardEdits(self) -> None:
+        """Drop this form's edits and show the change the person chose."""
+        if self._leaving_for >= 0:
+            self._form_job = -1
+            self._show(self._leaving_for)
 
     # -- the form ---------------------------------------------------------------------------
 
