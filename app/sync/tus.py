@@ -117,8 +117,10 @@ def classify(status: int, step: str, error: str | None = None) -> Verdict:
 
 
 class ChunkSizer:
-    """The next chunk's size from the last one's speed, within [``low``, ``high``]; it at
-    most doubles or halves a step, and halves after a failure."""
+    """The next chunk's size from the last one's speed, within [``low``, ``high``]: what the
+    link sends in ``target_s``. It grows at once to what the link shows (a fast link is at
+    8 MiB after one chunk), shrinks by at most half a step (one slow chunk is not a slow
+    link), and halves after a failure."""
 
     def __init__(
         self,
@@ -136,7 +138,7 @@ class ChunkSizer:
     def sent(self, size: int, seconds: float) -> int:
         if size >= self.size and seconds > 0:
             wanted = int(size / seconds * self.target_s)
-            self.size = max(min(wanted, self.size * 2, self.high), self.size // 2, self.low)
+            self.size = max(min(wanted, self.high), self.size // 2, self.low)
         elif size >= self.size:
             self.size = min(self.size * 2, self.high)
         return self.size

@@ -40,11 +40,13 @@ def test_each_reply_has_one_meaning(
     assert (verdict.next, verdict.code) == (expected, code)
 
 
-def test_chunks_start_at_one_mib_and_grow_on_a_fast_link_to_eight() -> None:
-    sizer = ChunkSizer()
+def test_chunks_start_at_one_mib_and_grow_to_what_the_link_shows_up_to_eight() -> None:
+    sizer = ChunkSizer(target_s=2.0)
     assert sizer.size == MIB
-    sizes = [sizer.sent(sizer.size, 0.01) for _ in range(5)]
-    assert sizes == [2 * MIB, 4 * MIB, 8 * MIB, 8 * MIB, 8 * MIB]
+    # 1 MiB in 0.5 s (2 MiB/s): 4 MiB is what the link sends in 2 s.
+    assert sizer.sent(MIB, 0.5) == 4 * MIB
+    # Loopback: at the limit at once, and there it stays.
+    assert [sizer.sent(sizer.size, 0.01) for _ in range(3)] == [8 * MIB] * 3
 
 
 def test_chunks_shrink_on_a_slow_link_and_after_failures() -> None:
@@ -54,8 +56,8 @@ def test_chunks_shrink_on_a_slow_link_and_after_failures() -> None:
     assert sizer.sent(MIB // 2, 4.0) == 256 * 1024
     assert sizer.sent(256 * 1024, 2.0) == 256 * 1024, "the floor"
     fast = ChunkSizer()
-    fast.sent(MIB, 0.01)
-    assert fast.failed() == MIB
+    assert fast.sent(MIB, 0.01) == 8 * MIB
+    assert fast.failed() == 4 * MIB
 
 
 def test_a_short_last_chunk_does_not_change_the_size() -> None:

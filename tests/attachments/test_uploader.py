@@ -111,8 +111,7 @@ async def test_chunks_grow_on_a_fast_link_up_to_the_limit(
         await uploader.aclose()
     sizes = [size for method, _, _, size in server.requests if method == "PATCH"]
     assert sizes[0] == MIB
-    assert max(sizes) == 8 * MIB
-    assert all(b <= 2 * a for a, b in zip(sizes, sizes[1:], strict=False))
+    assert set(sizes[1:-1]) == {8 * MIB}, "a fast link: the largest chunk from the second on"
 
 
 async def test_a_cut_mid_chunk_resumes_from_the_servers_offset(
