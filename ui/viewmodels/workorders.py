@@ -130,6 +130,7 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         connect(bridge.jobStatesChanged, self.on_bridge_job_states_changed)
         connect(bridge.opChanges, self.on_bridge_op_changes)
         connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
+        connect(bridge.uploadProgress, self.on_bridge_upload_progress)
 
     # -- Qt model API: paging (roles and rows are ListViewModel's) ---------------------------
 
@@ -287,6 +288,11 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
     ) -> None:
         if entity_ids:
             self.on_bridge_records_changed(entity_ids)
+
+    def on_bridge_upload_progress(self, change: dict[str, Any]) -> None:
+        """An upload ended: its work order's "2 photos waiting" counts one less."""
+        if change["state"] in ("uploaded", "failed"):
+            self.on_bridge_job_states_changed([change])
 
     def on_bridge_job_states_changed(self, changes: list[dict[str, Any]]) -> None:
         """One delivery's job states at once: the rows repaint once per batch, not per job."""

@@ -1,0 +1,111 @@
+"""A photo from the window to the server: chosen in the real file dialog, attached through the
+real core, uploaded by the real sync engine over tus to the real server (in-process, port 0),
+and the strip says so. A file the server refuses fails on screen, with Retry, and in the
+failed-changes panel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.events import EventBus
+from app.store.store import Store
+from server.embedded import EmbeddedServer
+from tests.ui import test_attachments_on_screen, test_sync_e2e
+from tests.ui.conftest import Open, Runner
+from tests.ui.qml_driver import click, find, shows
+from tests.ui.test_attachments_on_screen import choose_in_dialog, photo, see
+from tests.ui.test_sync_e2e import EngineRun, make_engine
+from ui.qt import QQuickWindow
+from ui.services import Services
+from ui.viewmodels.app import AppViewModel
+
+# The real server and the engine runner of the sync end-to-end tests, and the person's home
+# with a Pictures folder, shared.
+server = test_sync_e2e.server
+engines = test_sync_e2e.engines
+home = test_attachments_on_screen.home
+
+
+@dataclass
+class Online:
+    """The window at a phone's size, its engine syncing with the real server, and the
+    editor open on a work order that was created on this device."""
+
+    app_vm: AppViewModel
+    window: QQuickWindow
+    entity_id: str
+    token: str
+
+
+@pytest.fixture
+def online(
+    run: Runner,
+    services: Services,
+    store: Store,
+    bus: EventBus,
+    server: EmbeddedServer,
+    engines: EngineRun,
+    open_window: Open,
+    home: Path,
+) -> Online:
+    token = server.add_device("phone-1")
+    engine = make_engine(store, bus, services, server.base_url, token)
+    services.engine = engine
+    entity_id = store.record_edit("create", None, {"title": "Replace valve"}).entity_id
+    app_vm, window = open_window(360, 720)
+    engines.start(engine)
+    app_vm.openWorkOrder(entity_id)
+    run(app_vm.wait_idle())
+    return Online(app_vm, window, entity_id, token)
+
+
+def test_a_photo_goes_from_the_dialog_to_the_server_and_says_uploaded(
+    run: Runner, online: Online, server: EmbeddedServer, home: Path
+) -> None:
+    app_vm, window, token = online.app_vm, online.window, online.token
+    source = photo(home / "Pictures" / "gasket-after.png", "#58c")
+    click(window, find(window, "addAttachmentButton"))
+    choose_in_dialog(run, window, "gasket-after.png")
+    see(run, window, "Added gasket-after.png.")
+    see(run, window, "Uploaded", timeout=30)
+
+    # The server has exactly these bytes under the attachment's id.
+    attachment_id = app_vm.attachments.get(0)["attachmentId"]
+    reply = httpx.get(
+        f"{server.base_url}/v1/attachments/{attachment_id}",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    assert reply.status_code == 200
+    assert (
+        hashlib.sha256(reply.content).hexdigest() == hashlib.sha256(source.read_bytes()).hexdigest()
+    )
+
+    # The list row counts it, and nothing waits any more.
+    app_vm.back()
+    run(app_vm.wait_idle())
+    see(run, window, "Replace valve")
+    assert find(window, "attachmentCountText").property("text") == "1"
+    assert not shows(window, "photo waiting")
+
+
+def test_a_file_the_server_refuses_fails_on_screen_and_in_failed_changes(
+    run: Runner, online: Online, home: Path
+) -> None:
+    app_vm, window = online.app_vm, online.window
+    program = home / "tool.exe"
+    program.write_bytes(b"MZ" + b"\0" * 2000)
+    app_vm.attachments.attach(str(program))
+    # The server's 415, in the core's words, on the tile.
+    see(run, window, "Failed: the server does not accept files of this type", timeout=30)
+    assert find(window, "attachmentRetry_0").isVisible()
+
+    app_vm.open("dead")
+    run(app_vm.wait_idle())
+    see(run, window, "tool.exe (Replace valve)")
