@@ -26,7 +26,7 @@ from server.openapi_uploads import ATTACHMENT_RESPONSES, REMOVE_RESPONSES, THUMB
 from server.uploads import attachment_change_json, attachment_json
 from server.wire import wire_entity_id
 
-__all__ = ["attachment_changes", "attachments_of", "router", "with_attachments"]
+__all__ = ["attachment_changes", "attachments_of", "etag_matches", "router", "with_attachments"]
 
 router = APIRouter(prefix="/v1", tags=["attachments"])
 
@@ -78,7 +78,8 @@ def _live(context: ServerContext, attachment_id: str) -> Attachment:
     return row
 
 
-def _matches(if_none_match: str | None, etag: str) -> bool:
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether `If-None-Match` names `etag` (weak or strong) or `*`."""
     if if_none_match is None:
         return False
     candidates = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
@@ -137,7 +138,7 @@ def get_attachment(
     row = _live(context, attachment_id)
     etag = f'"{row.sha256}"'
     headers = {"ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "private"}
-    if _matches(if_none_match, etag):
+    if etag_matches(if_none_match, etag):
         return Response(status_code=304, headers=headers)
     wanted = None if if_range not in (None, etag) else _byte_range(range_header, row.size)
     try:
@@ -171,7 +172,7 @@ def get_thumbnail(
     row = _live(context, attachment_id)
     etag = f'"{row.sha256}-256.jpg"'
     headers = {"ETag": etag, "Cache-Control": "private"}
-    if _matches(if_none_match, etag):
+    if etag_matches(if_none_match, etag):
         return Response(status_code=304, headers=headers)
     path = context.blobs.thumbnail(row.sha256) if row.content_type.startswith("image/") else None
     if path is None:

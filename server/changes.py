@@ -16,7 +16,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from server.attachments import attachment_changes, attachments_of, with_attachments
+from server.attachments import (
+    attachment_changes,
+    attachments_of,
+    etag_matches,
+    with_attachments,
+)
 from server.http import ApiError, CurrentDevice, ServerContext
 from server.models import BIGINT_MAX
 from server.mutations import record_json
@@ -102,9 +107,7 @@ def get_record(
     if row is None:
         raise ApiError(404, {"error": "not_found"})
     etag = f'"{row.version}"'
-    if if_none_match is not None:
-        candidates = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
-        if etag in candidates or "*" in candidates:
-            return Response(status_code=304, headers={"ETag": etag})
+    if etag_matches(if_none_match, etag):
+        return Response(status_code=304, headers={"ETag": etag})
     record = with_attachments(record_json(row), attachments_of(context.store, [row.id]))
     return JSONResponse({"record": record}, headers={"ETag": etag})

@@ -13,7 +13,15 @@ import httpx
 
 from server.embedded import EmbeddedServer
 from tests.support.api import ServerApi, new_id
-from tests.support.tus import TUS, chunk_checksum, create_upload, file_metadata, patch, upload_whole
+from tests.support.tus import (
+    TUS,
+    chunk_checksum,
+    create_upload,
+    file_metadata,
+    patch,
+    raw_patch,
+    upload_whole,
+)
 
 PHOTO = os.urandom(300_000)
 
@@ -221,17 +229,10 @@ def test_termination_removes_an_unfinished_upload(server: EmbeddedServer, api: S
 
 def cut_patch(server: EmbeddedServer, token: str, location: str, offset: int, sent: bytes,
               declared: int, **headers: str) -> None:  # fmt: skip
-    """A PATCH announcing `declared` bytes whose connection dies after `sent`."""
-    host, port = server.base_url.removeprefix("http://").split(":")
-    extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-    head = (
-        f"PATCH {location} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
-        f"Tus-Resumable: 1.0.0\r\nUpload-Offset: {offset}\r\n"
-        f"Content-Type: application/offset+octet-stream\r\nContent-Length: {declared}\r\n"
-        f"{extra}\r\n"
-    )
-    with socket.create_connection((host, int(port))) as connection:
-        connection.sendall(head.encode() + sent)
+    """A PATCH announcing `declared` bytes whose connection ends after `sent`."""
+    address, head = raw_patch(server.base_url, token, location, offset, declared, **headers)
+    with socket.create_connection(address) as connection:
+        connection.sendall(head + sent)
 
 
 def offset_when_settled(api: ServerApi, location: str, expected: int) -> int:

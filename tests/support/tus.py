@@ -16,6 +16,7 @@ __all__ = [
     "file_metadata",
     "metadata",
     "patch",
+    "raw_patch",
     "upload_whole",
 ]
 
@@ -86,3 +87,18 @@ def upload_whole(
         assert answer.status_code == 204, answer.text
         offset = int(answer.headers["Upload-Offset"])
     return location, sent
+
+
+def raw_patch(
+    base_url: str, token: str, location: str, offset: int, declared: int, **headers: str
+) -> tuple[tuple[str, int], bytes]:
+    """The address and the head of a PATCH announcing `declared` body bytes, for tests that
+    send (part of) the body over a socket of their own and cut it."""
+    host, port = base_url.removeprefix("http://").split(":")
+    extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    head = (
+        f"PATCH {location} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n"
+        f"Tus-Resumable: 1.0.0\r\nUpload-Offset: {offset}\r\n"
+        f"Content-Type: {OFFSET_STREAM}\r\nContent-Length: {declared}\r\n{extra}\r\n"
+    )
+    return (host, int(port)), head.encode()
