@@ -18,7 +18,7 @@ from app.sync.reconcile import Reconciler, ReconcileReport, apply_page
 from app.sync.transport import ServerClient
 from tests.attachments.conftest import photo
 from tests.attachments.fake_tus import FakeTus
-from tests.attachments.test_uploader import acked, drain, server, uploader_for
+from tests.attachments.test_uploader import acked, server, upload_all
 from tests.sync.fake_clock import FakeClock
 from tests.sync.fake_server import record
 
@@ -68,11 +68,7 @@ async def test_our_attachment_seen_in_the_feed_is_confirmed_and_not_sent_again(
     change = {**listed(view.id, acked), "entity_id": acked, "deleted": False}
     apply_page(store, [], "5", attachments=[change])
     assert attachments.get(view.id).state is AttachmentState.UPLOADED  # type: ignore[union-attr]
-    uploader = uploader_for(store, server)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
+    await upload_all(store, server, clock)
     assert server.requests == [], "nothing left to send"
     assert store.queue.in_flight() == 0
 

@@ -14,20 +14,12 @@ from app.states import AttachmentState
 from app.store.store import Store
 from tests.attachments.conftest import photo
 from tests.attachments.fake_tus import FakeTus
-from tests.attachments.test_uploader import acked, drain, server, uploader_for
+from tests.attachments.test_uploader import acked, drain, server, upload_all, uploader_for
 from tests.sync.fake_clock import FakeClock
 
 __all__ = ["acked", "server"]  # fixtures shared with the uploader tests
 
 DAY = 86400.0
-
-
-async def upload_everything(store: Store, server: FakeTus, clock: FakeClock) -> None:
-    uploader = uploader_for(store, server)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
 
 
 async def test_a_confirmed_file_is_kept_30_days_then_let_go(
@@ -44,7 +36,7 @@ async def test_a_confirmed_file_is_kept_30_days_then_let_go(
     clock.now += 40 * DAY
     assert retention.sweep() == 0, "unsent: kept however old"
     assert view.local_path.exists()
-    await upload_everything(store, server, clock)
+    await upload_all(store, server, clock)
     clock.now += 29 * DAY
     retention.sweep()
     assert view.local_path.exists(), "confirmed, within retention: kept for viewing"
@@ -63,7 +55,7 @@ async def test_the_budget_evicts_confirmed_files_oldest_first_never_unsent_ones(
     old = attachments.attach(acked, photo(tmp_path, "old.jpg", seed=1))
     clock.now += 60
     newer = attachments.attach(acked, photo(tmp_path, "newer.jpg", seed=2))
-    await upload_everything(store, server, clock)
+    await upload_all(store, server, clock)
     unsent = attachments.attach(acked, photo(tmp_path, "unsent.jpg", seed=3))
     # 900 KB held; 300 KB more must fit in 1 MB: the oldest confirmed file goes, only it.
     attachments.attach(acked, photo(tmp_path, "more.jpg", seed=4))

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.attachments import Attachments
+from app.attachments import Attachments, AttachmentView
 from app.events import Event, EventBus, UploadProgress
 from app.states import AttachmentState, JobStatus, Reason
 from app.store.deadletters import list_dead
@@ -69,6 +69,24 @@ async def drain(uploader: Uploader, clock: FakeClock, *, limit: int = 500) -> in
     raise AssertionError("the upload never ended")
 
 
+async def upload_all(
+    store: Store, server: FakeTus, clock: FakeClock, events: EventBus | None = None, **config: int
+) -> None:
+    """A standalone uploader sends everything it can, then closes."""
+    uploader = uploader_for(store, server, events, **config)
+    try:
+        await drain(uploader, clock)
+    finally:
+        await uploader.aclose()
+
+
+def failed_view(attachments: Attachments, attachment_id: str) -> AttachmentView:
+    view = attachments.get(attachment_id)
+    assert view is not None
+    assert view.state is AttachmentState.FAILED
+    return view
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -104,11 +122,7 @@ async def test_chunks_grow_on_a_fast_link_up_to_the_limit(
     tmp_path: Path, store: Store, attachments: Attachments, acked: str, server: FakeTus, clock
 ) -> None:
     attachments.attach(acked, photo(tmp_path, size=40 * MIB))
-    uploader = uploader_for(store, server)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
+    await upload_all(store, server, clock)
     sizes = [size for method, _, _, size in server.requests if method == "PATCH"]
     assert sizes[0] == MIB
     assert set(sizes[1:-1]) == {8 * MIB}, "a fast link: the largest chunk from the second on"
@@ -120,11 +134,7 @@ async def test_a_cut_mid_chunk_resumes_from_the_servers_offset(
     source = photo(tmp_path, size=3 * MIB)
     view = attachments.attach(acked, source)
     server.faults.append(cut_patch_after(300_000)(server))
-    uploader = uploader_for(store, server, upload_chunk_max_bytes=MIB)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
+    await upload_all(store, server, clock, upload_chunk_max_bytes=MIB)
     assert server.completed() == {view.id: source.read_bytes()}
     offsets = [int(o) for m, _, o, _ in server.requests if m == "PATCH" and o is not None]
     assert 300_000 in offsets, "resumed at the byte the server held (HEAD), not at 0"
@@ -139,11 +149,7 @@ async def test_a_lost_reply_of_the_last_chunk_ends_uploaded_without_sending_agai
     source = photo(tmp_path, size=MIB + 5)
     view = attachments.attach(acked, source)
     server.faults.append(lose_reply_of_last_patch(server))
-    uploader = uploader_for(store, server, upload_chunk_max_bytes=MIB)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
+    await upload_all(store, server, clock, upload_chunk_max_bytes=MIB)
     assert server.completed() == {view.id: source.read_bytes()}
     assert server.body_bytes() == source.stat().st_size
     assert attachments.get(view.id).state is AttachmentState.UPLOADED  # type: ignore[union-attr]
@@ -223,14 +229,8 @@ async def test_an_unknown_work_order_fails_the_upload(
 ) -> None:
     server.known = set()
     view = attachments.attach(acked, photo(tmp_path))
-    uploader = uploader_for(store, server)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
-    failed = attachments.get(view.id)
-    assert failed is not None
-    assert failed.state is AttachmentState.FAILED
+    await upload_all(store, server, clock)
+    failed = failed_view(attachments, view.id)
     assert failed.reason_code is Reason.NOT_FOUND
 
 
@@ -248,11 +248,7 @@ async def test_a_damaged_chunk_is_sent_again_from_the_same_offset(
         return None
 
     server.faults.append(damage)
-    uploader = uploader_for(store, server, upload_chunk_max_bytes=MIB)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
+    await upload_all(store, server, clock, upload_chunk_max_bytes=MIB)
     assert server.completed() == {view.id: source.read_bytes()}
     offsets = [o for m, _, o, _ in server.requests if m == "PATCH"]
     assert offsets[:2] == ["0", "0"]
@@ -281,11 +277,7 @@ async def test_detach_before_the_upload_sends_nothing_but_the_removal(
 ) -> None:
     view = attachments.attach(acked, photo(tmp_path))
     attachments.detach(view.id)
-    uploader = uploader_for(store, server)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
+    await upload_all(store, server, clock)
     assert [(m, p) for m, p, *_ in server.requests] == [("DELETE", f"/v1/attachments/{view.id}")]
     statuses = store.db.execute_sql("SELECT DISTINCT status FROM jobs").fetchall()
     assert statuses == [(JobStatus.DONE,)]
@@ -320,11 +312,7 @@ async def test_a_network_failure_backs_off_and_keeps_the_offset(
         return None
 
     server.faults.append(offline)
-    uploader = uploader_for(store, server, upload_chunk_max_bytes=MIB)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
+    await upload_all(store, server, clock, upload_chunk_max_bytes=MIB)
     assert server.completed() == {view.id: source.read_bytes()}
     attempts = store.db.execute_sql(
         "SELECT outcome, reason_code FROM attempts WHERE job_id = "
@@ -347,14 +335,8 @@ async def test_a_copy_damaged_on_the_device_fails_instead_of_looping(
     damaged = bytearray(view.local_path.read_bytes())
     damaged[1000] ^= 0xFF
     view.local_path.write_bytes(bytes(damaged))
-    uploader = uploader_for(store, server)
-    try:
-        await drain(uploader, clock)
-    finally:
-        await uploader.aclose()
-    failed = attachments.get(view.id)
-    assert failed is not None
-    assert failed.state is AttachmentState.FAILED
+    await upload_all(store, server, clock)
+    failed = failed_view(attachments, view.id)
     assert failed.reason_code is Reason.FILE_MISSING
     assert [m for m, *_ in server.requests].count("PATCH") == 1, "not sent again and again"
     assert server.completed() == {}
