@@ -12,7 +12,9 @@ QAbstractListModel whose rows QML reads by role name). Both give it:
   (stop the timers, cancel what is left: the window's abort path).
 
 `notified(bool, "_busy", changed)` is a read-only property that shows an attribute as it is
-(`busy = notified(bool, "_busy", changed)` in the class body), for the many that only do that.
+(`busy = notified(bool, "_busy", changed)` in the class body), for the many that only do that;
+`settable(str, "_search", searchChanged, on_change)` is one QML may also set: a different
+value is stored, ``on_change(view_model)`` runs (reload, restart a timer), then it notifies.
 
 A `ListViewModel` names its roles once in `ROLE_NAMES`, keeps its rows in `self._rows` and
 says what a row shows for a role in `_value(row, name)`; `roleNames`, `rowCount`, `data`,
@@ -42,7 +44,7 @@ from ui.tasks import TaskOwner
 if TYPE_CHECKING:
     from ui.qt import TypedProperty
 
-__all__ = ["Index", "ListViewModel", "ViewModel", "notified"]
+__all__ = ["Index", "ListViewModel", "ViewModel", "notified", "settable"]
 
 Row = TypeVar("Row")
 Value = TypeVar("Value", bool, int, float, str)
@@ -59,6 +61,25 @@ def notified(type_: type[Value], attr: str, notify: Signal) -> TypedProperty[Val
 
     read.__name__ = attr.lstrip("_")
     return Property(type_, read, notify=notify)
+
+
+def settable(
+    type_: type[Value], attr: str, notify: Signal, on_change: Callable[[Any], object]
+) -> TypedProperty[Value]:
+    """A Qt property QML may set, shown from the attribute ``attr``: a value that differs is
+    stored, then ``on_change(view_model)`` runs, then ``notify`` is emitted."""
+
+    def read(view_model: object) -> Value:
+        return cast(Value, getattr(view_model, attr))
+
+    def write(view_model: QObject, value: Value) -> None:
+        if value != getattr(view_model, attr):
+            setattr(view_model, attr, value)
+            on_change(view_model)
+            notify.__get__(view_model, type(view_model)).emit()
+
+    read.__name__ = attr.lstrip("_")
+    return Property(type_, read, write, notify=notify)
 
 
 class _Owner:

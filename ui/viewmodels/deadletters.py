@@ -23,7 +23,7 @@ from app.store.errors import InvalidEditError, StoreError
 from app.store.store import Store
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.viewmodels.base import ListViewModel, notified
+from ui.viewmodels.base import ListViewModel, notified, settable
 from ui.viewmodels.deadform import form_fields, form_payload, refused_fields
 from ui.wording import kind_in_words, reason_in_words, when
 
@@ -173,15 +173,7 @@ class DeadLetterModel(ListViewModel[DeadJob]):
 
     # -- filter and selection ---------------------------------------------------------------
 
-    def _get_kind(self) -> str:
-        return self._kind
-
-    def _set_kind(self, kind: str) -> None:
-        if kind != self._kind:
-            self._kind = kind
-            self._apply_filter()
-
-    kindFilter = Property(str, _get_kind, _set_kind, notify=changed)
+    kindFilter = settable(str, "_kind", changed, _apply_filter)
 
     @Property(list, notify=changed)
     def kindValues(self) -> list[str]:

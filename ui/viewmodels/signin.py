@@ -12,7 +12,7 @@ from collections.abc import Callable
 from app.credentials import CredentialsError, normalize_server_url, store_token
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.viewmodels.base import ViewModel, notified
+from ui.viewmodels.base import ViewModel, notified, settable
 
 __all__ = ["SignInViewModel"]
 
@@ -51,16 +51,10 @@ class SignInViewModel(ViewModel):
         self._reason = f"Sign in again: {reason}" if reason else "Sign in again."
         self.changed.emit()
 
-    def _get_server_url(self) -> str:
-        return self._server_url
+    def _server_url_typed(self) -> None:
+        self._error = ""  # the error was about the address as it was
 
-    def _set_server_url(self, value: str) -> None:
-        if value != self._server_url:
-            self._server_url = value
-            self._error = ""
-            self.changed.emit()
-
-    serverUrl = Property(str, _get_server_url, _set_server_url, notify=changed)
+    serverUrl = settable(str, "_server_url", changed, _server_url_typed)
 
     @Slot(str)
     def setToken(self, token: str) -> None:

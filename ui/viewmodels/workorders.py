@@ -17,7 +17,7 @@ from ui.qt import Property, QModelIndex, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.attachment_words import waiting_in_words
 from ui.viewmodels.badges import badge_for
-from ui.viewmodels.base import Index, ListViewModel
+from ui.viewmodels.base import Index, ListViewModel, settable
 from ui.viewmodels.scope import (
     NO_LONGER_ASSIGNED,
     SCOPE_FILTERS,
@@ -144,27 +144,11 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
 
     # -- properties -------------------------------------------------------------------------
 
-    def _get_search(self) -> str:
-        return self._search
+    def _search_typed(self) -> None:
+        self._search_timer.start()  # a reload once typing pauses, not on every key
 
-    def _set_search(self, value: str) -> None:
-        if value != self._search:
-            self._search = value
-            self.searchChanged.emit()
-            self._search_timer.start()
-
-    search = Property(str, _get_search, _set_search, notify=searchChanged)
-
-    def _get_status_filter(self) -> str:
-        return self._status
-
-    def _set_status_filter(self, value: str) -> None:
-        if value != self._status:
-            self._status = value
-            self.statusFilterChanged.emit()
-            self.reload()
-
-    statusFilter = Property(str, _get_status_filter, _set_status_filter, notify=statusFilterChanged)
+    search = settable(str, "_search", searchChanged, _search_typed)
+    statusFilter = settable(str, "_status", statusFilterChanged, lambda vm: vm.reload())
 
     def _get_scope_filter(self) -> str:
         return self._scope
