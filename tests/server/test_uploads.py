@@ -274,3 +274,17 @@ def test_a_cut_chunk_with_a_checksum_is_dropped(server: EmbeddedServer, api: Ser
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert (answer.status_code, answer.headers["Upload-Offset"]) == (204, "200000")
+
+
+def test_an_empty_file_is_complete_at_creation(api: ServerApi) -> None:
+    record = api.create()
+    empty = file_metadata(record["id"], b"", content_type="text/plain", filename="blank.txt")
+    created = create_upload(api.client, 0, empty)
+    assert (created.status_code, created.headers["Upload-Offset"]) == (201, "0")
+    assert "Upload-Expires" not in created.headers  # nothing left to expire
+    [attached] = api.client.get(f"/v1/records/{record['id']}").json()["record"]["attachments"]
+    assert (attached["id"], attached["size"]) == (empty["attachment_id"], 0)
+    assert api.client.get(f"/v1/attachments/{attached['id']}").content == b""
+    wrong = file_metadata(record["id"], b"", sha256="0" * 64, content_type="text/plain")
+    refused = create_upload(api.client, 0, wrong)
+    assert (refused.status_code, refused.json()["error"]) == (460, "checksum_mismatch")
