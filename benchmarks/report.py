@@ -412,7 +412,7 @@ def render_scope(runs: dict[str, Run]) -> str:
     for backend, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
         figures = run["backends"].get(backend)
         if figures is None:
-            parts.append(f"{label}: not measured (no PostgreSQL).")
+            parts.append(f"{label}: not measured in this run.")
             continue
         at = {size: figures[size] for size in (small, large)}
         worker = {size: at[size]["first_sync"]["worker_s_median"] for size in at}

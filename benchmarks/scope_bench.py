@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import statistics
@@ -56,6 +57,7 @@ from seed import NEW_WORKER, Population, provision, seed_work_orders  # noqa: E4
 from app.events import EventBus, SyncProgress  # noqa: E402
 from app.store.store import Store  # noqa: E402
 from app.sync.engine import SyncEngine  # noqa: E402
+from server.database import open_store  # noqa: E402
 from tests.support.postgres import PostgresUnavailable, running_postgres  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -160,15 +162,32 @@ def latest_token(client: httpx.Client, token: str) -> str | None:
             return since
 
 
+def counter_token(db_url: str) -> str:
+    """The feed position past every change so far (the change counter), where a device that
+    reads everything stands once synced: paging a million records to learn it is no test."""
+    store = open_store(db_url)
+    try:
+        counter = store.tables.ChangeCounter
+        return str(counter.get(counter.name == "changes").value)
+    finally:
+        store.close()
+
+
 def steady_feed(
-    base_url: str, token: str, admin_token: str, entity_ids: list[str], queries: int
+    base_url: str,
+    token: str,
+    admin_token: str,
+    entity_ids: list[str],
+    queries: int,
+    since: str | None = None,
 ) -> dict[str, Any]:
-    """p50/p99 of `GET /v1/changes?since=` for a synced device; every other query comes after
-    one new change in its scope (an admin's edit of one of `entity_ids`, untimed)."""
+    """p50/p99 of `GET /v1/changes?since=` for a synced device (at `since`, else where paging
+    its whole feed ends); every other query comes after one new change in its scope (an
+    admin's edit of one of `entity_ids`, untimed)."""
     times: list[float] = []
     answered_changes = 0
     with httpx.Client(base_url=base_url, timeout=60.0) as client:
-        since = latest_token(client, token)
+        since = since or latest_token(client, token)
         versions: dict[str, int] = {}
         for index in range(queries):
             if index % 2 == 1:
@@ -309,7 +328,7 @@ def bench_size(
             "worker": steady_feed(server.base_url, tokens[NEW_WORKER], tokens["admin"], mine,
                                   plan.feed_queries),
             "admin": steady_feed(server.base_url, tokens["admin"], tokens["admin"], mine,
-                                 plan.feed_queries),
+                                 plan.feed_queries, since=counter_token(db_url)),
         }  # fmt: skip
     figures["drain_devices"] = [
         {"name": name, "token": tokens[name], "user": user, "team": team}
@@ -360,13 +379,18 @@ def databases(root: Path, sizes: tuple[int, int]) -> Iterator[dict[str, dict[int
         yield urls
 
 
-def run(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
+def run(
+    plan: Plan, say: Callable[[str], None], done: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """Every backend, PostgreSQL first (the deployment the issue measures); `done(backends)`
+    after each, so a long run leaves what it measured so far."""
     backends: dict[str, Any] = {}
     small, large = plan.sizes
     with tempfile.TemporaryDirectory(prefix="fieldsync-scope-") as scratch:
         root = Path(scratch)
         with databases(root, plan.sizes) as urls:
-            for backend, by_size in urls.items():
+            for backend in sorted(urls, key=lambda name: name != "postgresql"):
+                by_size = urls[backend]
                 figures: dict[str, Any] = {}
                 for size in plan.sizes:
                     say(f"{backend}, {size:,} work orders")
@@ -382,6 +406,7 @@ def run(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
                 large_s = figures[str(large)]["first_sync"]["worker_s_median"]
                 figures["worker_first_sync_large_vs_small"] = round(large_s / small_s, 3)
                 backends[backend] = figures
+                done(backends)
     return backends
 
 
@@ -417,31 +442,46 @@ def print_table(results: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10,000 work orders at most")
+    parser.add_argument(
+        "--large", type=int, default=None, metavar="N",
+        help="work orders of the larger server (default 1,000,000; 10,000 quick)",
+    )  # fmt: skip
     add_json_option(parser, "scope_bench")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
+    if args.large:
+        plan = dataclasses.replace(plan, sizes=(plan.sizes[0], args.large))
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
-    backends = run(plan, lambda line: print(line, file=sys.stderr, flush=True))
-    results = {
-        "backends": backends,
-        "metadata": {
-            "mode": "quick" if args.quick else "full",
-            "quick": args.quick,
-            "sizes": list(plan.sizes),
-            "users": Population(work_orders=1).users,
-            "teams": Population(work_orders=1).teams,
-            "new_worker": "a worker without a team; 500 work orders assigned to it, spread "
-            "evenly over the feed",
-            "runs": plan.runs,
-            "statistic": "median (first sync); p50/p99 (feed)",
-            "server": "separate process (fieldsync-server serve), loopback",
-            "server_flags": "--log-level warning --rate-limit-per-second 0",
-            "postgresql": "throwaway cluster, durable settings",
-            "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
-            "elapsed_s": round(time.perf_counter() - started, 1),
-        },
-    }
+
+    def results_of(backends: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "backends": backends,
+            "metadata": {
+                "mode": "quick" if args.quick else "full",
+                "quick": args.quick,
+                "sizes": list(plan.sizes),
+                "users": Population(work_orders=1).users,
+                "teams": Population(work_orders=1).teams,
+                "new_worker": "a worker without a team; 500 work orders assigned to it, "
+                "spread evenly over the feed",
+                "drain_devices": "50 new workers without a team, each creating its edits",
+                "runs": plan.runs,
+                "statistic": "median (first sync); p50/p99 (feed)",
+                "server": "separate process (fieldsync-server serve), loopback",
+                "server_flags": "--log-level warning --rate-limit-per-second 0",
+                "postgresql": "throwaway cluster, durable settings",
+                "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
+                "elapsed_s": round(time.perf_counter() - started, 1),
+            },
+        }
+
+    def keep(backends: dict[str, Any]) -> None:
+        if args.json:
+            write_results("scope_bench", results_of(backends), args.json)
+
+    backends = run(plan, lambda line: print(line, file=sys.stderr, flush=True), keep)
+    results = results_of(backends)
     print_table(results)
     if args.json:
         print(f"wrote {write_results('scope_bench', results, args.json)}")
