@@ -426,10 +426,19 @@ def render_scope(runs: dict[str, Run]) -> str:
                 f"(≤ 1.5×: {met(ratio_ <= 1.5)})",
             ),
             (
-                "an admin's full pull of the same server",
-                f"{at[small]['first_sync']['admin_s_median']} s",
-                f"{at[large]['first_sync']['admin_s_median']} s",
+                "an admin's full pull of the same server, on a device",
+                *(
+                    f"{at[size]['first_sync']['admin_s_median']} s"
+                    if at[size]["first_sync"]["admin_s_median"] is not None
+                    else "not run"
+                    for size in at
+                ),
                 "the baseline",
+            ),
+            (
+                "the same feed paged over HTTP alone (no device)",
+                *(f"{at[size]['first_sync']['admin_http_pull_s']} s" for size in at),
+                "",
             ),
         ]
         for who in ("worker", "admin"):
