@@ -88,6 +88,9 @@ class AttachmentCounts:
     waiting: int
     #: Of the waiting ones, photos (``image/*``); the rest are files.
     waiting_images: int = 0
+    #: Of the waiting ones, those whose upload failed for good (and of those, photos).
+    failed: int = 0
+    failed_images: int = 0
 
 
 class StorageBudgetFull(StoreError):

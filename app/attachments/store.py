@@ -46,6 +46,9 @@ _COLUMNS = (
     "j.last_error, (SELECT t.reason_code FROM attempts AS t WHERE t.job_id = j.id "
     "ORDER BY t.id DESC LIMIT 1)"
 )
+#: An unsent attachment whose upload failed for good (its job dead or held), as the view says.
+_FAILED = "(a.mine AND a.confirmed_at IS NULL AND j.status IN ('dead', 'conflict', 'done'))"
+
 _SELECT = (
     f"SELECT {_COLUMNS} FROM attachments AS a "
     # The upload job carries the attachment's id as its idempotency key (a unique index).
@@ -198,15 +201,22 @@ class Attachments:
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 rows = conn.execute(
-                    "SELECT entity_id, COUNT(*), SUM(mine AND confirmed_at IS NULL), "
-                    "SUM(mine AND confirmed_at IS NULL AND content_type LIKE 'image/%') "
-                    "FROM attachments WHERE removed_at IS NULL AND entity_id IN "
-                    f"({', '.join('?' for _ in chunk)}) GROUP BY entity_id",
+                    "SELECT a.entity_id, COUNT(*), SUM(a.mine AND a.confirmed_at IS NULL), "
+                    "SUM(a.mine AND a.confirmed_at IS NULL AND a.content_type LIKE 'image/%'), "
+                    f"SUM({_FAILED}), SUM({_FAILED} AND a.content_type LIKE 'image/%') "
+                    "FROM attachments AS a "
+                    "LEFT JOIN jobs AS j ON j.idempotency_key = a.id AND j.topic = 'attachments' "
+                    "WHERE a.removed_at IS NULL AND a.entity_id IN "
+                    f"({', '.join('?' for _ in chunk)}) GROUP BY a.entity_id",
                     chunk,
                 )
-                for entity_id, total, waiting, images in rows:
+                for entity_id, total, waiting, images, failed, failed_images in rows:
                     counts[entity_id] = AttachmentCounts(
-                        int(total), int(waiting or 0), int(images or 0)
+                        int(total),
+                        int(waiting or 0),
+                        int(images or 0),
+                        int(failed or 0),
+                        int(failed_images or 0),
                     )
         return counts
 

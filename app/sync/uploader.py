@@ -146,6 +146,9 @@ class Uploader(EnginePart):
             await self._retry(job, verdict, exc.retry_after)
             self.status.network_failure(str(exc))
         self.in_flight = None
+        # The job moved (uploaded, failed, retrying): the status bar's counts are told when
+        # the engine next goes idle, as after a flush.
+        self.status.queue_dirty = True
         return True
 
     async def thumbnail(self, attachment_id: str) -> Path | None:
