@@ -51,7 +51,8 @@ _QT_APP: object = None
 
 
 def photos(folder: Path) -> list[Path]:
-    """Three pictures, drawn here (a meter, a gasket, a door), and a plain-text note."""
+    """Three pictures, drawn here (a meter, a gasket, a door), a plain-text note and a short
+    video."""
     from ui.qt import QColor, QGuiApplication, QImage, QPainter, Qt
 
     global _QT_APP
@@ -78,7 +79,11 @@ def photos(folder: Path) -> list[Path]:
         made.append(path)
     note = folder / "readings.txt"
     note.write_text("Meter 0931: 48213 kWh\n", encoding="utf-8")
-    return [*made, note]
+    # A video: the reference server accepts images, PDF, audio and text by default, so its
+    # upload really fails (415) and the strip shows "Failed: …" with Retry.
+    video = folder / "pump-noise.mov"
+    video.write_bytes(b"\0\0\0\x14ftypqt  " + bytes(4096))
+    return [*made, note, video]
 
 
 def seed(tmp: Path, srv: object) -> tuple[Path, str]:

@@ -45,3 +45,8 @@ def test_percent_of_an_empty_file_is_never_a_division_by_zero() -> None:
 )
 def test_the_list_row_says_what_waits(images: int, others: int, words: str) -> None:
     assert waiting_in_words(images, others) == words
+
+
+def test_the_list_row_never_calls_a_failed_upload_waiting() -> None:
+    assert waiting_in_words(0, 1, 0, 1) == "1 file failed"
+    assert waiting_in_words(3, 1, 1, 1) == "2 photos waiting · 1 photo, 1 file failed"

@@ -56,12 +56,22 @@ def state_in_words(upload: UploadWords) -> str:
             return "Waiting to upload"
 
 
-def waiting_in_words(images: int, others: int) -> str:
-    """The list row's line: "2 photos waiting", "1 file waiting", "2 photos, 1 file waiting";
-    "" when nothing waits."""
+def _files(images: int, others: int) -> str:
     parts = []
     if images:
         parts.append(f"{images} photo" + ("" if images == 1 else "s"))
     if others:
         parts.append(f"{others} file" + ("" if others == 1 else "s"))
-    return f"{', '.join(parts)} waiting" if parts else ""
+    return ", ".join(parts)
+
+
+def waiting_in_words(
+    images: int, others: int, failed_images: int = 0, failed_others: int = 0
+) -> str:
+    """The list row's line: "2 photos waiting", "1 file waiting", "2 photos, 1 file waiting",
+    and what failed for good apart: "1 photo failed", "2 photos waiting · 1 file failed";
+    "" when nothing waits. ``images`` and ``others`` count the failed ones too."""
+    waiting = _files(images - failed_images, others - failed_others)
+    failed = _files(failed_images, failed_others)
+    parts = [f"{waiting} waiting" if waiting else "", f"{failed} failed" if failed else ""]
+    return " · ".join(part for part in parts if part)

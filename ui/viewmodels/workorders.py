@@ -365,7 +365,9 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
                 return 0 if name == "attachmentCount" else ""
             if name == "attachmentCount":
                 return counts.total
-            return waiting_in_words(counts.waiting_images, counts.waiting - counts.waiting_images)
+            images, failed_images = counts.waiting_images, counts.failed_images
+            others, failed_others = counts.waiting - images, counts.failed - failed_images
+            return waiting_in_words(images, others, failed_images, failed_others)
         badge = badge_for(
             self._states.get(row["id"]), self._services.clock(), online=self._services.online
         )
