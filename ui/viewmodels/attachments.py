@@ -15,7 +15,6 @@ from typing import Any
 
 from app.attachments import AttachmentView
 from app.states import AttachmentState
-from app.store.errors import StoreError
 from ui.qt import Property, QObject, QUrl, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.attachment_words import (
@@ -24,7 +23,7 @@ from ui.viewmodels.attachment_words import (
     percent,
     state_in_words,
 )
-from ui.viewmodels.base import ListViewModel, notified
+from ui.viewmodels.base import ListViewModel, Refused, notified
 from ui.wording import size_in_words
 
 __all__ = ["AttachmentListModel"]
@@ -231,15 +230,14 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
         self._tasks.start(self._attach(self._entity_id, _local_file(file)), "attach")
 
     async def _attach(self, entity_id: str, path: Path) -> None:
-        try:
-            added = await self._services.attachments.attach(entity_id, path)
-        except StoreError as exc:  # not a file, unreadable, too large, storage full
-            self.message.emit(f"Not added: {exc}")
-        else:
-            online = self._services.online
-            then = "Uploading…" if online else "It will be sent when the server is reachable."
-            self.message.emit(f"Added {added.filename}. {then}")
-            self._services.wake()
+        try:  # refused: not a file, unreadable, too large, storage full
+            added = await self._carry_out(
+                self._services.attachments.attach(entity_id, path), "Not added"
+            )
+            if not isinstance(added, Refused):
+                online = self._services.online
+                then = "Uploading…" if online else "It will be sent when the server is reachable."
+                self.message.emit(f"Added {added.filename}. {then}")
         finally:
             self._busy = False
             self.changed.emit()
@@ -251,28 +249,25 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
         self._tasks.start(self._retry(attachment_id), "attachment-retry")
 
     async def _retry(self, attachment_id: str) -> None:
-        try:
-            await self._services.attachments.retry_upload(attachment_id)
-        except StoreError as exc:
-            self.message.emit(f"Not retried: {exc}")
-            return
-        self.message.emit("Sending it again.")
-        self._services.wake()
+        retried = await self._carry_out(
+            self._services.attachments.retry_upload(attachment_id), "Not retried"
+        )
+        if not isinstance(retried, Refused):
+            self.message.emit("Sending it again.")
 
     @Slot(str)
     def remove(self, attachment_id: str) -> None:
         self._tasks.start(self._remove(attachment_id), "detach")
 
     async def _remove(self, attachment_id: str) -> None:
-        try:
-            removed = await self._services.attachments.detach(attachment_id)
-        except StoreError as exc:
-            self.message.emit(f"Not removed: {exc}")
+        removed = await self._carry_out(
+            self._services.attachments.detach(attachment_id), "Not removed"
+        )
+        if isinstance(removed, Refused):
             return
         if self._viewed == attachment_id:
             self.closeViewer()
         self.message.emit(f"Removed {removed.filename}.")
-        self._services.wake()
 
     # -- full-screen view -------------------------------------------------------------------
 

@@ -16,6 +16,10 @@ QAbstractListModel whose rows QML reads by role name). Both give it:
 `settable(str, "_search", searchChanged, on_change)` is one QML may also set: a different
 value is stored, ``on_change(view_model)`` runs (reload, restart a timer), then it notifies.
 
+`await self._carry_out(core_call, "Not added")` runs what a person asked of the core: refused,
+the toast says "Not added: <why>" and it returns `REFUSED`; done, it wakes the engine (the
+change waits in the queue) and returns the call's result, which the caller words.
+
 A `ListViewModel` names its roles once in `ROLE_NAMES`, keeps its rows in `self._rows` and
 says what a row shows for a role in `_value(row, name)`; `roleNames`, `rowCount`, `data`,
 `get(row)` (every role of a row, for QML and tests) and `repaint(rows, names)` come from here.
@@ -23,9 +27,10 @@ says what a row shows for a role in `_value(row, name)`; `roleNames`, `rowCount`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar, cast
 
+from app.store.errors import StoreError
 from ui.qt import (
     Property,
     QAbstractListModel,
@@ -43,10 +48,12 @@ from ui.tasks import TaskOwner
 
 if TYPE_CHECKING:
     from ui.qt import TypedProperty
+    from ui.services import Services
 
-__all__ = ["Index", "ListViewModel", "ViewModel", "notified", "settable"]
+__all__ = ["REFUSED", "Index", "ListViewModel", "Refused", "ViewModel", "notified", "settable"]
 
 Row = TypeVar("Row")
+Result = TypeVar("Result")
 Value = TypeVar("Value", bool, int, float, str)
 Index = QModelIndex | QPersistentModelIndex
 OnError = Callable[[BaseException], None]
@@ -82,15 +89,46 @@ def settable(
     return Property(type_, read, write, notify=notify)
 
 
+class Refused:
+    """What `_carry_out` returns when the core refused (the toast has said why)."""
+
+
+REFUSED: Final = Refused()
+
+
 class _Owner:
     """The tasks and timers of one view-model (a mixin: Qt's classes hold the Signals)."""
 
     _tasks: TaskOwner
     _timers: list[QTimer]
+    _say: Callable[[str], None]
+    _services: Services
 
-    def _own(self, on_error: OnError | None, on_condition: Callable[[str], None] | None) -> None:
+    def _own(
+        self,
+        on_error: OnError | None,
+        on_condition: Callable[[str], None] | None,
+        say: Callable[[str], None],
+    ) -> None:
         self._tasks = TaskOwner(on_error, on_condition=on_condition)
         self._timers = []
+        self._say = say
+
+    async def _carry_out(
+        self,
+        action: Awaitable[Result],
+        refused: str,
+        errors: tuple[type[Exception], ...] = (StoreError,),
+    ) -> Result | Refused:
+        """Await ``action``, a core operation a person asked for. One of ``errors``: say
+        "<refused>: <why>" and return `REFUSED`. Done: wake the engine, return the result."""
+        try:
+            result = await action
+        except errors as exc:
+            self._say(f"{refused}: {exc}")
+            return REFUSED
+        self._services.wake()
+        return result
 
     def _timer(
         self, interval_ms: int, on_timeout: Callable[[], None], *, single_shot: bool = False
@@ -126,7 +164,8 @@ class ViewModel(_Owner, QObject):
         conditions_as_messages: bool = True,
     ) -> None:
         super().__init__(parent)
-        self._own(on_error, self.message.emit if conditions_as_messages else None)
+        say = self.message.emit
+        self._own(on_error, say if conditions_as_messages else None, say)
 
 
 class ListViewModel(_Owner, QAbstractListModel, Generic[Row]):
@@ -150,7 +189,7 @@ class ListViewModel(_Owner, QAbstractListModel, Generic[Row]):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._own(None, self.message.emit)
+        self._own(None, self.message.emit, self.message.emit)
         self._rows: list[Row] = []
 
     def _value(self, row: Row, name: str) -> Any:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.store.errors import StoreError
 from app.sync.conflicts import Conflicts, ConflictView
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
+from ui.viewmodels.base import Refused
 from ui.viewmodels.choices import FieldChoiceViewModel
 from ui.wording import field_label, iso_when, value_in_words, when
 
@@ -192,19 +192,19 @@ class ConflictViewModel(FieldChoiceViewModel[ConflictView]):
         self._tasks.start(self._resolve(view, choice), "conflict-resolve")
 
     async def _resolve(self, view: ConflictView, choice: str | dict[str, str]) -> None:
-        try:
-            outcome = await self._services.operations.resolve_conflict(
+        outcome = await self._carry_out(
+            self._services.operations.resolve_conflict(
                 view.job_id,
                 choice,  # type: ignore[arg-type]
-            )
-        except StoreError as exc:
-            self.message.emit(f"Not resolved: {exc}")
+            ),
+            "Not resolved",
+        )
+        if isinstance(outcome, Refused):
             return
         if outcome == "resent":
             self.message.emit("Resolved. The merged work order is queued for the server.")
         else:
             self.message.emit("Resolved. The server's version was kept.")
-        self._services.wake()
         self._current = None
         await self._reload()
         self.finished.emit()
@@ -221,11 +221,10 @@ class ConflictViewModel(FieldChoiceViewModel[ConflictView]):
             self._tasks.start(self._escalate(view, note), "conflict-escalate")
 
     async def _escalate(self, view: ConflictView, note: str) -> None:
-        try:
-            await self._services.operations.escalate_conflict(view.job_id, note or None)
-        except StoreError as exc:
-            self.message.emit(f"Not sent: {exc}")
+        sent = await self._carry_out(
+            self._services.operations.escalate_conflict(view.job_id, note or None), "Not sent"
+        )
+        if isinstance(sent, Refused):
             return
         self.message.emit("Sent to an admin. The work order waits for their decision.")
-        self._services.wake()
         await self._reload()

@@ -18,7 +18,7 @@ from app.sync.errors import SyncError
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.badges import badge_for
-from ui.viewmodels.base import ViewModel
+from ui.viewmodels.base import Refused, ViewModel
 
 __all__ = [
     "NO_LONGER_ASSIGNED",
@@ -161,15 +161,17 @@ class KeepOfflineViewModel(ViewModel):
     async def _set_pinned(self, entity_id: str, pinned: bool) -> None:
         finder = self._services.finder
         assert finder is not None
-        try:
-            how = await (finder.pin(entity_id) if pinned else finder.unpin(entity_id))
-        except SyncError as exc:  # refused for good (unknown work order), or signed out
-            self.message.emit(f"Not changed: {exc}")
-            return
+        try:  # refused for good (unknown work order), or signed out
+            how = await self._carry_out(
+                finder.pin(entity_id) if pinned else finder.unpin(entity_id),
+                "Not changed",
+                (SyncError,),
+            )
         finally:
             self._busy = False
             self.changed.emit()
-        self._services.wake()
+        if isinstance(how, Refused):
+            return
         later = " The server is told when it is reachable." if how == "queued" else ""
         if pinned:
             self.message.emit("Kept offline: it stays on this device." + later)

@@ -23,7 +23,7 @@ from app.sync.errors import (
 from app.sync.scope import NeedsConnection
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.viewmodels.base import ViewModel
+from ui.viewmodels.base import Refused, ViewModel
 from ui.viewmodels.scope import OFFLINE_MARK, ONLINE_ONLY_MARK, subtitle
 from ui.viewmodels.workorders import STATUS_LABELS
 
@@ -125,16 +125,14 @@ class SearchViewModel(ViewModel):
     async def _pin(self, entity_id: str) -> None:
         finder = self._services.finder
         assert finder is not None
-        try:
-            how = await finder.pin(entity_id)
-        except SyncError as exc:  # refused for good (unknown work order), or signed out
-            self.message.emit(f"Not kept offline: {exc}")
+        # refused for good (unknown work order), or signed out
+        how = await self._carry_out(finder.pin(entity_id), "Not kept offline", (SyncError,))
+        if isinstance(how, Refused):
             return
         if how == "queued":
             self.message.emit("Kept offline once the server is reachable again.")
         else:
             self.message.emit("Kept offline: it arrives on this device with the next sync.")
-        self._services.wake()
 
     async def _fetch(self, generation: int, query: str, cursor: str | None) -> None:
         finder = self._services.finder
