@@ -19,7 +19,7 @@ from ui.crash import report
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.badges import badge_for
-from ui.viewmodels.base import ViewModel
+from ui.viewmodels.base import ViewModel, notified
 from ui.wording import field_label
 
 __all__ = ["FIELDS", "EditorViewModel"]
@@ -299,9 +299,7 @@ class EditorViewModel(ViewModel):
     def isNew(self) -> bool:
         return not self._entity_id
 
-    @Property(bool, notify=changed)
-    def loaded(self) -> bool:
-        return self._loaded
+    loaded = notified(bool, "_loaded", changed)
 
     @Property("QVariantMap", notify=changed)
     def fields(self) -> dict[str, str]:
@@ -331,9 +329,7 @@ class EditorViewModel(ViewModel):
             return False
         return not self._saving and not self._errors and (self.isNew or self.dirty)
 
-    @Property(bool, notify=changed)
-    def saving(self) -> bool:
-        return self._saving
+    saving = notified(bool, "_saving", changed)
 
     @Property(bool, notify=changed)
     def unsynced(self) -> bool:

@@ -18,7 +18,7 @@ from app.sync.errors import SyncError
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.badges import badge_for
-from ui.viewmodels.base import Refused, ViewModel
+from ui.viewmodels.base import Refused, ViewModel, notified
 
 __all__ = [
     "NO_LONGER_ASSIGNED",
@@ -241,9 +241,7 @@ class KeepOfflineViewModel(ViewModel):
     def canDiscard(self) -> bool:
         return self.outOfScope and self._services.finder is not None and not self._busy
 
-    @Property(bool, notify=changed)
-    def busy(self) -> bool:
-        return self._busy
+    busy = notified(bool, "_busy", changed)
 
     @Property(str, notify=changed)
     def offlineText(self) -> str:

@@ -23,7 +23,7 @@ from app.sync.errors import (
 from app.sync.scope import NeedsConnection
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.viewmodels.base import Refused, ViewModel
+from ui.viewmodels.base import Refused, ViewModel, notified
 from ui.viewmodels.scope import OFFLINE_MARK, ONLINE_ONLY_MARK, subtitle
 from ui.viewmodels.workorders import STATUS_LABELS
 
@@ -198,9 +198,7 @@ class SearchViewModel(ViewModel):
 
     # -- properties -------------------------------------------------------------------------
 
-    @Property(str, notify=changed)
-    def query(self) -> str:
-        return self._query
+    query = notified(str, "_query", changed)
 
     @Property(bool, notify=changed)
     def canSearch(self) -> bool:
@@ -221,13 +219,9 @@ class SearchViewModel(ViewModel):
             "The work orders on this device are still in the list."
         )
 
-    @Property(bool, notify=changed)
-    def loading(self) -> bool:
-        return self._loading
+    loading = notified(bool, "_loading", changed)
 
-    @Property(str, notify=changed)
-    def error(self) -> str:
-        return self._error
+    error = notified(str, "_error", changed)
 
     @Property(str, notify=changed)
     def summary(self) -> str:
