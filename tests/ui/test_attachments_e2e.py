@@ -13,12 +13,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.attachments import Attachments
 from app.events import EventBus
 from app.store.store import Store
+from app.sync.engine import SyncConfig, SyncEngine
 from server.embedded import EmbeddedServer
 from tests.ui import test_attachments_on_screen, test_sync_e2e
 from tests.ui.conftest import Open, Runner
-from tests.ui.qml_driver import click, find, shows
+from tests.ui.qml_driver import click, find, shows, walk
 from tests.ui.test_attachments_on_screen import choose_in_dialog, photo, see
 from tests.ui.test_sync_e2e import EngineRun, make_engine
 from ui.qt import QQuickWindow
@@ -115,3 +117,31 @@ def test_a_file_the_server_refuses_fails_on_screen_and_in_failed_changes(
     # The list row does not call it waiting.
     app_vm.back()
     see(run, window, "1 · 1 file failed")
+
+
+def thumbnail_shown(window: QQuickWindow) -> bool:
+    return any(
+        item.objectName() == "attachmentImage_0" and item.isVisible()
+        for item in walk(window.contentItem())
+    )
+
+
+def test_a_colleagues_photo_shows_its_thumbnail_from_the_server(
+    run: Runner, online: Online, server: EmbeddedServer, home: Path, tmp_path: Path
+) -> None:
+    app_vm, window = online.app_vm, online.window
+    # The office attaches a photo to the same work order once the phone's create is there.
+    run.until(lambda: not app_vm.editor.unsynced, 20)
+    with Store(tmp_path / "office") as office:
+        office_token = server.add_device("office")
+        config = SyncConfig(server_url=server.base_url, reconnect_jitter_s=0)
+        engine = SyncEngine(office, config, token=lambda: office_token)
+        assert run(engine.run_until_idle(30), 40)
+        Attachments(office).attach(online.entity_id, photo(home / "valve-closed.png", "#c63"))
+        engine = SyncEngine(office, config, token=lambda: office_token)  # a stopped one ends
+        assert run(engine.run_until_idle(30), 40)
+    app_vm.status.syncNow()
+    see(run, window, "valve-closed.png", timeout=20)
+    # Not on this device: the tile shows the server's thumbnail, fetched on demand.
+    run.until(lambda: thumbnail_shown(window), 20)
+    see(run, window, "Uploaded")

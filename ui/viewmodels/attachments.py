@@ -64,8 +64,13 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
         self._viewed = ""  # the attachment shown full screen ("" none)
         self._busy = False
         self._generation = 0
+        # A colleague's photo is not on this device: its thumbnail, fetched once on demand
+        # (attachment id -> file URL; "" while asked).
+        self._thumbnails: dict[str, str] = {}
         bridge = services.bridge
         connect(bridge.opChanges, self.on_bridge_op_changes)
+        connect(bridge.recordsChanged, self.on_bridge_records_changed)
+        connect(bridge.lastSyncChanged, self.on_bridge_last_sync_changed)
         connect(bridge.uploadProgress, self.on_bridge_upload_progress)
         connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
 
@@ -85,7 +90,9 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
                 return image
             case "imageUrl":
                 local = row.local_path
-                return QUrl.fromLocalFile(str(local)).toString() if image and local else ""
+                if image and local:
+                    return QUrl.fromLocalFile(str(local)).toString()
+                return self._thumbnails.get(row.id, "")
             case "sizeText":
                 return size_in_words(row.size)
             case "state":
@@ -146,6 +153,28 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
         if self._viewed and self._viewed not in {r.id for r in rows}:
             self._viewed = ""
         self.changed.emit()
+        self._fetch_thumbnails(generation)
+
+    def _fetch_thumbnails(self, generation: int) -> None:
+        engine = self._services.engine
+        if engine is None:
+            return
+        for row in self._rows:
+            wanted = row.content_type.startswith("image/") and row.local_path is None
+            if wanted and row.id not in self._thumbnails:
+                self._thumbnails[row.id] = ""
+                self._tasks.start(self._thumbnail(engine, row.id, generation), "thumbnail")
+
+    async def _thumbnail(self, engine: Any, attachment_id: str, generation: int) -> None:
+        path = await engine.uploader.thumbnail(attachment_id)
+        if path is None:
+            del self._thumbnails[attachment_id]  # offline now: asked again on the next reload
+            return
+        self._thumbnails[attachment_id] = QUrl.fromLocalFile(str(path)).toString()
+        if generation == self._generation:
+            rows = [i for i, r in enumerate(self._rows) if r.id == attachment_id]
+            self.repaint(rows, ["imageUrl"])
+            self.changed.emit()
 
     # -- core events ------------------------------------------------------------------------
 
@@ -154,6 +183,17 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
     ) -> None:
         if self._entity_id and self._entity_id in entity_ids:
             self.reload()
+
+    def on_bridge_records_changed(self, entity_ids: list[str]) -> None:
+        """A pull brought this work order again (a colleague's photo may have come with it);
+        an empty list means anything may have changed."""
+        if self._entity_id and (not entity_ids or self._entity_id in entity_ids):
+            self.reload()
+
+    def on_bridge_last_sync_changed(self, at: float) -> None:
+        """A sync ended. A colleague's photo arrives with a pull without changing the work
+        order's version, and the pull names no record then: look again (one small read)."""
+        self.reload()
 
     def on_bridge_upload_progress(self, change: dict[str, Any]) -> None:
         """One upload moved: its tile repaints in place; an unknown one of this work order
