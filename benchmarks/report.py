@@ -466,7 +466,8 @@ def render_scope(runs: dict[str, Run]) -> str:
                 f"{g['scaling_ratio']}×."
             )
     mode = "Quick" if run["metadata.quick"] else "Full"
-    return "\n\n".join(parts) + f"\n\n{mode} run.\n{measured(run)}\n"
+    note = f" {run['metadata.note']}" if run["metadata.note"] else ""
+    return "\n\n".join(parts) + f"\n\n{mode} run.{note}\n{measured(run)}\n"
 
 
 CHAOS_RUNS = (("chaos", "`make test`"), ("chaos-large", "`make chaos`"))

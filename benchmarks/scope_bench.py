@@ -477,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         "--large", type=int, default=None, metavar="N",
         help="work orders of the larger server (default 1,000,000; 10,000 quick)",
     )  # fmt: skip
+    parser.add_argument("--note", default="", help="said beside the figures (e.g. the code)")
     add_json_option(parser, "scope_bench")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
@@ -491,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
             "metadata": {
                 "mode": "quick" if args.quick else "full",
                 "quick": args.quick,
+                "note": args.note,
                 "sizes": list(plan.sizes),
                 "users": Population(work_orders=1).users,
                 "teams": Population(work_orders=1).teams,
