@@ -11,7 +11,14 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse, Response
 
-from server import attachments, changes, routes_conflicts, routes_mutations, routes_uploads
+from server import (
+    attachments,
+    changes,
+    routes_conflicts,
+    routes_mutations,
+    routes_uploads,
+    scope_routes,
+)
 from server.blobs import BlobStore, RunningHashes, attachments_root
 from server.database import open_store
 from server.http import Admin, CorrelationMiddleware, ServerContext, install_error_handlers
@@ -88,6 +95,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CorrelationMiddleware, settings=settings)
     app.include_router(routes_mutations.router)
     app.include_router(changes.router)
+    app.include_router(scope_routes.router)
     app.include_router(routes_conflicts.router)
     app.include_router(routes_uploads.router)
     app.include_router(attachments.router)

@@ -18,6 +18,7 @@ import peewee as pw
 
 from app.records import printable
 from server.database import Store
+from server.scope import Scope, stamp_device_scope
 
 __all__ = [
     "AuthenticatedDevice",
@@ -29,6 +30,7 @@ __all__ = [
     "hash_token",
     "list_devices",
     "revoke_device",
+    "set_device",
 ]
 
 Role = Literal["worker", "admin"]
@@ -109,6 +111,32 @@ def add_device(
     except pw.IntegrityError:
         raise DeviceExistsError(name) from None
     return token
+
+
+def set_device(
+    store: Store, name: str, *, user: str | None = None, team: str | None = None
+) -> DeviceInfo | None:
+    """Change who uses a device or their team; None if there is no such device.
+
+    In the same transaction the device is shown, at new change numbers, every work order of
+    the scope keys it gains or loses (server/scope.py), so its next pull brings the newly
+    visible ones and says `out_of_scope` for the others, without a full download."""
+    if user is not None:
+        _check_text("user", user, 200, empty=False)
+    if team is not None:
+        _check_text("team", team, 100, empty=True)
+    devices = store.tables.Device
+    with store.write_transaction() as sequence:
+        row = devices.get_or_none(devices.name == name)
+        if row is None:
+            return None
+        before = Scope(row.id, row.user_name, row.team, admin=False)
+        row.user_name = row.user_name if user is None else user
+        row.team = row.team if team is None else team
+        devices.update(user_name=row.user_name, team=row.team).where(devices.id == row.id).execute()
+        after = Scope(row.id, row.user_name, row.team, admin=False)
+        stamp_device_scope(store, before, after, sequence)
+    return DeviceInfo(row.name, row.role, row.created_at, row.revoked_at, row.user_name, row.team)
 
 
 def revoke_device(store: Store, name: str) -> bool:

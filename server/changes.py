@@ -1,7 +1,8 @@
 """The changes feed and single-record reads.
 
 `GET /v1/changes?since=<token>` pages through work orders in the order of their last change.
-The token is the change sequence number of the last record returned (a decimal string, opaque
+A device sees only its scope (server/scope.py, server/scope_feed.py).
+The token is the change sequence number of the last position read (a decimal string, opaque
 to clients). Sequence numbers come from `Store.write_transaction`, which serializes writers, so
 they become visible in commit order: a page can never be followed by a lower number committing
 late, and paging neither skips nor repeats a change. A record changed again after it was paged
@@ -16,17 +17,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from server.attachments import (
-    attachment_changes,
-    attachments_of,
-    etag_matches,
-    with_attachments,
-)
+from server.attachments import attachments_of, etag_matches, with_attachments
 from server.http import ApiError, CurrentDevice, ServerContext
 from server.models import BIGINT_MAX
 from server.mutations import record_json
 from server.openapi import ChangesPage, RecordRead, error_responses
-from server.uploads import attachment_change_json
+from server.scope_feed import feed_page
+from server.scope_routes import device_scope, may_read
 from server.wire import UrlInteger, wire_entity_id
 
 __all__ = ["router"]
@@ -58,29 +55,13 @@ def get_changes(
     since: Annotated[str | None, Query(description="`next` of the previous page")] = None,
     limit: Annotated[int | None, Query(ge=1), UrlInteger] = None,
 ) -> dict[str, Any]:
-    """Records changed after `since`, oldest change first."""
+    """Records changed after `since` in the device's scope, oldest change first; a work order
+    that left the scope comes once as `{"id": …, "out_of_scope": true}`."""
     context: ServerContext = request.app.state.server
     after = _parse_since(since)
     settings = context.settings
     page_size = min(limit or settings.changes_default_limit, settings.changes_max_limit)
-    table = context.store.tables.WorkOrder
-    rows = list(table.select().where(table.seq > after).order_by(table.seq).limit(page_size + 1))
-    # Work orders and attachments number their changes from one counter: one sequence.
-    files = attachment_changes(context.store, after, page_size + 1)
-    seqs = sorted([int(row.seq) for row in rows] + [int(row.seq) for row in files])
-    has_more = len(seqs) > page_size
-    last = seqs[page_size - 1] if has_more else (seqs[-1] if seqs else after)
-    rows = [row for row in rows if row.seq <= last]
-    files = [row for row in files if row.seq <= last]
-    listed = attachments_of(context.store, [row.id for row in rows])
-    page: dict[str, Any] = {
-        "changes": [with_attachments(record_json(row), listed) for row in rows],
-        "next": str(last),
-        "has_more": has_more,
-    }
-    if files:  # left out when there are none: the page keeps its shape for older clients
-        page["attachments"] = [attachment_change_json(row) for row in files]
-    return page
+    return feed_page(context.store, device_scope(device), after, page_size)
 
 
 @router.get(
@@ -104,7 +85,7 @@ def get_record(
         raise ApiError(404, {"error": "not_found"})
     table = context.store.tables.WorkOrder
     row = table.get_or_none(table.id == canonical)
-    if row is None:
+    if row is None or not may_read(context, device, row):
         raise ApiError(404, {"error": "not_found"})
     etag = f'"{row.version}"'
     if etag_matches(if_none_match, etag):

@@ -25,7 +25,14 @@ from fastapi import FastAPI
 from uvicorn.supervisors import Multiprocess
 
 from server.app import create_app
-from server.auth import ROLES, DeviceExistsError, add_device, list_devices, revoke_device
+from server.auth import (
+    ROLES,
+    DeviceExistsError,
+    add_device,
+    list_devices,
+    revoke_device,
+    set_device,
+)
 from server.database import open_store
 from server.idempotency import prune_expired
 from server.listen import listening_socket, uvicorn_config
@@ -101,6 +108,11 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--role", choices=ROLES, default="worker")
     add.add_argument("--user", default=None, help="the person using it (default: the name)")
     add.add_argument("--team", default="", help="the person's team (default: none)")
+
+    change = command("set-device", "change a device's user or team")
+    change.add_argument("name")
+    change.add_argument("--user", default=None, help="the person now using it")
+    change.add_argument("--team", default=None, help='their team ("" for none)')
 
     revoke = command("revoke-device", "revoke a device's token")
     revoke.add_argument("name")
@@ -187,6 +199,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 2
             print(f"Added {args.role} device {args.name!r}. Its token (shown only now):")
             print(token)
+        elif args.command == "set-device":
+            if args.user is None and args.team is None:
+                print("set-device: give --user, --team or both", file=sys.stderr)
+                return 2
+            try:
+                changed = set_device(store, args.name, user=args.user, team=args.team)
+            except ValueError as error:
+                print(f"cannot change device: {error}", file=sys.stderr)
+                return 2
+            if changed is None:
+                print(f"no device named {args.name!r}", file=sys.stderr)
+                return 1
+            print(f"Device {changed.name!r}: user {changed.user!r}, team {changed.team!r}.")
         elif args.command == "revoke-device":
             if not revoke_device(store, args.name):
                 print(f"no active device named {args.name!r}", file=sys.stderr)

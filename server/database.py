@@ -21,6 +21,7 @@ from playhouse import db_url
 
 from server.models import bind_models
 from server.schema import apply_steps
+from server.scope import restamp_changed
 
 __all__ = ["ChangeSequence", "Store", "open_store"]
 
@@ -107,6 +108,8 @@ class Store:
             sequence = ChangeSequence(int(last))
             yield sequence
             if sequence.last != sequence.start:
+                # Every change reaches the scoped feeds in the same transaction.
+                restamp_changed(self, sequence.start, sequence.last)
                 counter.update(value=sequence.last).where(counter.name == _COUNTER).execute()
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.records import WorkOrder
 
@@ -22,11 +22,16 @@ __all__ = [
     "ConflictNotOpen",
     "ConflictReply",
     "DecisionReply",
+    "FeedRecord",
+    "Identity",
     "KeyInUse",
     "KeyProblem",
     "KeyReused",
+    "OutOfScope",
+    "PinReply",
     "RecordRead",
     "RecordReply",
+    "SearchPage",
     "UnreadableBody",
     "VersionConflict",
     "error_responses",
@@ -83,8 +88,23 @@ class RecordRead(BaseModel):
     record: StoredRecord
 
 
+class FeedRecord(StoredRecord):
+    """A work order in the device's scope, as its feed carries it."""
+
+    pinned: bool = Field(description="Whether the device's user pinned it (Keep offline)")
+
+
+class OutOfScope(BaseModel):
+    """A work order that left the device's scope: remove it unless edits of it are unsent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    out_of_scope: Literal[True]
+
+
 class ChangesPage(BaseModel):
-    changes: list[StoredRecord]
+    changes: list[FeedRecord | OutOfScope]
     attachments: list[AttachmentChange] | None = Field(
         default=None,
         description="Attachments added or removed (tombstones), in the change order of"
@@ -92,6 +112,28 @@ class ChangesPage(BaseModel):
     )
     next: str = Field(description="The `since` token for the following page")
     has_more: bool
+
+
+class Identity(BaseModel):
+    device: str
+    user: str = Field(description="The person using the device (matched against `assignee`)")
+    team: str = Field(description='Their team; "" for none')
+    role: Literal["worker", "admin"]
+
+
+class SearchRecord(StoredRecord):
+    pinned: bool
+    in_scope: bool = Field(description="Whether the device holds it (its feed carries it)")
+
+
+class SearchPage(BaseModel):
+    records: list[SearchRecord]
+    next_cursor: str | None = Field(description="The `cursor` of the next page; null at the end")
+
+
+class PinReply(BaseModel):
+    id: str
+    pinned: bool
 
 
 class AuditEntry(BaseModel):

@@ -66,6 +66,9 @@ def decimal_at_most(limit: int) -> str:
 #: server.changes: a change token is a sequence number, 0 to BIGINT_MAX, or empty for 0.
 SINCE_PATTERN = decimal_at_most(BIGINT_MAX)
 
+#: server.scope_routes: a search cursor is a work order id (or empty: the first page).
+_CURSOR_PATTERN = "^(?:|" + ENTITY_ID_PATTERN.removeprefix("^").removesuffix("$") + ")$"
+
 _ENTITY_ID = {
     "type": "string",
     "format": "uuid",
@@ -391,6 +394,14 @@ def exact_document(generated: dict[str, Any], settings: Settings) -> dict[str, A
         schema={"type": "string", "enum": list(STATUSES)},
     )
     _set_parameter(paths["/v1/records/{entity_id}"]["get"], "entity_id", schema=_ENTITY_ID)
+    for method in ("post", "delete"):
+        _set_parameter(paths["/v1/pins/{entity_id}"][method], "entity_id", schema=_ENTITY_ID)
+    search = paths["/v1/records"]["get"]
+    _set_parameter(
+        search, "q", schema={"type": "string", "minLength": 1, "maxLength": 200,
+                             "pattern": NOT_BLANK_PATTERN},
+    )  # fmt: skip
+    _set_parameter(search, "cursor", schema={"type": "string", "pattern": _CURSOR_PATTERN})
 
     _upload_rules(paths, settings)
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 
@@ -64,6 +65,11 @@ class Settings:
                                                  "text/plain")  # fmt: skip
     #: An unfinished upload expires this long after its last chunk (`Upload-Expires`).
     upload_expiry_seconds: float = 7 * _DAY
+    #: What a worker's search (`GET /v1/records?q=`) and single reads reach: "all" work
+    #: orders of the organisation, or only those in the device's scope.
+    worker_search: Literal["all", "scope"] = "all"
+    search_default_limit: int = 50
+    search_max_limit: int = 200
     changes_default_limit: int = 100
     changes_max_limit: int = 1000
     #: Wall clock (epoch seconds); injected by tests of retention and rate limiting.

@@ -138,7 +138,7 @@ def test_schemathesis_with_every_check_finds_nothing(
         "fuzzing": "success",
         "stateful": "success",
     }
-    assert run["operations"]["tested"] == run["operations"]["total"] == 19
+    assert run["operations"]["tested"] == run["operations"]["total"] == 23
     assert cases["generated"] > 300
     assert declared == declared_links(server_process) >= len(CONFLICT_LINKS)
     assert followed & CONFLICT_LINKS, sorted(followed)

@@ -1,0 +1,34 @@
+"""Pins ("Keep offline"): a person keeps a work order on all their devices, outside the scope.
+
+A pin belongs to the user, not the device, so it survives reinstalling and reaches every
+device of that person. Setting or clearing one stamps the work order under `p:<user>` at a
+new change number (server/scope.py): the user's devices see it again in their feed, with
+`pinned` true, or as `out_of_scope` once an unpinned one is in no other key of theirs.
+Both operations are idempotent: a second pin (or unpin) changes nothing and stamps nothing.
+"""
+
+from __future__ import annotations
+
+from server.database import Store
+from server.mutations import now_iso
+from server.scope import PIN, upsert_entries
+
+__all__ = ["set_pin"]
+
+
+def set_pin(store: Store, user: str, entity_id: str, pinned: bool) -> bool:
+    """Pin (or unpin) a work order for `user`; False if there is no such work order."""
+    orders, pins = store.tables.WorkOrder, store.tables.Pin
+    with store.write_transaction() as sequence:
+        if not orders.select().where(orders.id == entity_id).exists():
+            return False
+        mine = (pins.user_name == user) & (pins.entity_id == entity_id)
+        # Writers are serialized (the counter lock), so nothing changes between the two.
+        if pins.select().where(mine).exists() == pinned:
+            return True
+        if pinned:
+            pins.insert(user_name=user, entity_id=entity_id, pinned_at=now_iso()).execute()
+        else:
+            pins.delete().where(mine).execute()
+        upsert_entries(store, [(PIN + user, entity_id, sequence.next(), pinned)])
+    return True

@@ -1,0 +1,203 @@
+"""Who holds which work order: scope keys and the per-key change log behind the scoped feed.
+
+A worker device holds a work order when its user is the `assignee`, when its user created it,
+when its team is the work order's `team`, or when its user pinned it; an admin holds
+everything. Each rule is a *scope key*; a work order is in some keys, a device reads some:
+
+    work order                     device (worker)
+    u:<assignee>, u:<created_by>   u:<user>
+    t:<team>                       t:<team>
+    p:<each user who pinned it>    p:<user>
+                                   d:<device id>   (its own stamps, see `stamp_device_scope`)
+
+`scope_entry` holds one row per (key, work order) that ever met: `seq` is the number of the
+last change that touched the pair, `present` whether the work order is in the key now. Every
+write transaction ends with `restamp_changed`, which moves each changed work order's present
+entries (and the ones it just left) to the change's number, so the feed of a device reads
+`(key, seq)` ranges of its own keys: its cost follows the changes in its scope, never the
+size of the table. Numbers come from `Store.write_transaction`, so they are visible in commit
+order for every key, as in the unscoped feed.
+
+Events that change what a device may see without changing a work order take their own numbers
+from the same counter: a pin stamps `p:<user>`, a device's new user or team stamps `d:<id>`
+for every work order of the keys it gained or lost. The feed then shows each such work order
+again at that number, as a record (it is in scope) or as `out_of_scope` (it is not).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from server.database import ChangeSequence, Store
+
+__all__ = [
+    "DEVICE",
+    "PIN",
+    "TEAM",
+    "USER",
+    "Scope",
+    "record_keys",
+    "restamp_changed",
+    "tuples_of",
+    "stamp_device_scope",
+    "upsert_entries",
+]
+
+USER, TEAM, PIN, DEVICE = "u:", "t:", "p:", "d:"
+
+#: (key, entity id, seq, present): one row of `scope_entry`.
+Entry = tuple[str, str, int, bool]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one device may hold."""
+
+    device_id: int
+    user: str
+    team: str
+    admin: bool
+
+    def scope_keys(self) -> list[str]:
+        """The scope keys whose change logs the device reads (a worker's; an admin's are pins)."""
+        if self.admin:
+            return [PIN + self.user]
+        keys = [USER + self.user, PIN + self.user, DEVICE + str(self.device_id)]
+        if self.team:
+            keys.append(TEAM + self.team)
+        return keys
+
+    def holds(self, row: Mapping[str, Any], pinned: bool) -> bool:
+        """Whether a work order (its columns) is in this scope now."""
+        if self.admin or pinned:
+            return True
+        if self.user and self.user in (row["assignee"], row["created_by"]):
+            return True
+        return bool(self.team) and row["team"] == self.team
+
+
+def record_keys(assignee: str, team: str, created_by: str) -> set[str]:
+    """The keys a work order's own fields put it in (pins aside)."""
+    keys = {USER + name for name in (assignee, created_by) if name}
+    if team:
+        keys.add(TEAM + team)
+    return keys
+
+
+def tuples_of(query: Any) -> Iterator[tuple[Any, ...]]:
+    """A peewee query's rows as tuples (its stubs type them as model instances)."""
+    rows: Iterator[tuple[Any, ...]] = iter(query.tuples())
+    return rows
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _table(store: Store) -> str:
+    return f'"{store.tables.ScopeEntry._meta.table_name}"'
+
+
+def upsert_entries(store: Store, entries: Sequence[Entry]) -> None:
+    """Write entries, replacing the (key, work order) rows that exist."""
+    sql_head = f'INSERT INTO {_table(store)} ("key", "entity_id", "seq", "present") VALUES '
+    sql_tail = (
+        ' ON CONFLICT ("key", "entity_id") DO UPDATE SET "seq" = excluded."seq", '
+        '"present" = excluded."present"'
+    )
+    for chunk in _chunks(entries, store.rows_per_statement(4)):
+        params = [value for entry in chunk for value in entry]
+        store.db.execute_sql(sql_head + store.values_list(len(chunk), 4) + sql_tail, params)
+
+
+def _present_keys(store: Store, entity_ids: Sequence[str]) -> dict[str, set[str]]:
+    held: dict[str, set[str]] = defaultdict(set)
+    for chunk in _chunks(entity_ids, store.rows_per_statement(1)):
+        marks = ", ".join([store.db.param] * len(chunk))
+        sql = (
+            f'SELECT "key", "entity_id" FROM {_table(store)} '
+            f'WHERE "entity_id" IN ({marks}) AND "present"'
+        )
+        for key, entity_id in store.db.execute_sql(sql, list(chunk)):
+            held[entity_id].add(key)
+    return held
+
+
+def _changed_between(store: Store, after: int, last: int) -> dict[str, int]:
+    """Work order id -> its newest change number in (after, last]: its own writes, and its
+    attachments' (an attachment has a number of its own and shows its work order again)."""
+    changed: dict[str, int] = {}
+    orders, files = store.tables.WorkOrder, store.tables.Attachment
+    for table, owner in ((orders, orders.id), (files, files.entity_id)):
+        query = table.select(owner, table.seq).where(table.seq > after, table.seq <= last)
+        for entity_id, seq in tuples_of(query):
+            changed[entity_id] = max(int(seq), changed.get(entity_id, 0))
+    return changed
+
+
+def restamp_changed(store: Store, after: int, last: int) -> int:
+    """Move the scope entries of the work orders changed at numbers (after, last] to their
+    change; return how many work orders that was. Runs inside the write transaction."""
+    changed = _changed_between(store, after, last)
+    if not changed:
+        return 0
+    table = store.tables.WorkOrder
+    ids = sorted(changed)
+    held = _present_keys(store, ids)
+    entries: list[Entry] = []
+    for chunk in _chunks(ids, store.rows_per_statement(1)):
+        query = table.select(table.id, table.assignee, table.team, table.created_by).where(
+            table.id.in_(list(chunk))
+        )
+        for entity_id, assignee, team, created_by in tuples_of(query):
+            seq = changed[entity_id]
+            now_in = record_keys(assignee, team, created_by)
+            mine = held.get(entity_id, set())
+            # A pin keeps its key until it is removed; the others follow the fields.
+            entries.extend(
+                (key, entity_id, seq, key.startswith(PIN) or key in now_in) for key in sorted(mine)
+            )
+            entries.extend((key, entity_id, seq, True) for key in sorted(now_in - mine))
+    upsert_entries(store, entries)
+    return len(changed)
+
+
+def stamp_device_scope(store: Store, before: Scope, after: Scope, sequence: ChangeSequence) -> int:
+    """Show a device, at new numbers under its own `d:` key, every work order its new scope
+    holds and its old one did not, or the reverse (the feed then says record or
+    `out_of_scope`); return how many. What both scopes hold is left alone: the device has it."""
+    keys = sorted(set(before.scope_keys()) ^ set(after.scope_keys()))
+    if not keys:
+        return 0
+    marks = ", ".join([store.db.param] * len(keys))
+    sql = (
+        f'SELECT DISTINCT "entity_id" FROM {_table(store)} '
+        f'WHERE "key" IN ({marks}) AND "present" ORDER BY "entity_id"'
+    )
+    candidates = [row[0] for row in store.db.execute_sql(sql, keys)]
+    orders, pins = store.tables.WorkOrder, store.tables.Pin
+    moved: list[str] = []
+    for chunk in _chunks(candidates, store.rows_per_statement(1)):
+        pinned = set(
+            tuples_of(
+                pins.select(pins.user_name, pins.entity_id).where(
+                    pins.user_name.in_([before.user, after.user]), pins.entity_id.in_(list(chunk))
+                )
+            )
+        )
+        query = orders.select(orders.id, orders.assignee, orders.team, orders.created_by).where(
+            orders.id.in_(list(chunk))
+        )
+        for entity_id, assignee, team, created_by in tuples_of(query):
+            row = {"assignee": assignee, "team": team, "created_by": created_by}
+            was = before.holds(row, (before.user, entity_id) in pinned)
+            if was != after.holds(row, (after.user, entity_id) in pinned):
+                moved.append(entity_id)
+    own = DEVICE + str(after.device_id)
+    upsert_entries(store, [(own, entity_id, sequence.next(), False) for entity_id in sorted(moved)])
+    return len(moved)

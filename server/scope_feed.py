@@ -1,0 +1,170 @@
+"""One page of a device's changes feed, read from the change logs of its scope keys.
+
+A page is the next `limit` change numbers after `since` among the device's keys (for an
+admin: every work order's own number, plus its pin key). One work order may sit at several
+numbers (under several keys); it is delivered only at the highest of them, its *latest*, so
+each page carries the latest state of each work order once, as the unscoped feed does:
+
+- in scope now: the record, with `pinned` for the device's user;
+- not in scope now: `{"id": …, "out_of_scope": true}`. The device passes that number once,
+  so it is told once (a page from `since=0` leaves them out: such a device holds nothing).
+
+Reading order matters without a snapshot: positions, then the rows and pins, then the
+latest numbers. A change committed after the positions were read has a higher number than
+all of them (numbers are visible in commit order); if it lands before the latest numbers are
+read, the work order is skipped here and delivered at its new number on a later page; if it
+lands after, the rows read before it are the state as of this page. Nothing is skipped and
+nothing is delivered twice for one change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from server.attachments import attachments_of, with_attachments
+from server.database import Store
+from server.mutations import WIRE_FIELDS, record_columns_json
+from server.scope import Scope, tuples_of
+from server.uploads import attachment_change_json
+
+__all__ = ["feed_page"]
+
+_ROW_COLUMNS = (*WIRE_FIELDS, "seq", "created_by")
+
+
+@dataclass(frozen=True)
+class Position:
+    """One change number of a device's feed: a work order's change, or one of its files'."""
+
+    seq: int
+    entity_id: str
+    file: bool
+
+
+def _marks(store: Store, count: int) -> str:
+    return ", ".join([store.db.param] * count)
+
+
+def _positions(store: Store, scope: Scope, since: int, limit: int) -> list[Position]:
+    """The next `limit` change numbers after `since` in the device's logs, each with its work
+    order and whether it is an attachment's change.
+
+    One bounded, index-ordered range per source (`scope_entry (key, seq)` per key; for an
+    admin also `work_order (seq)` and `attachment (seq)`), merged: the cost is
+    `sources × limit`, whatever the tables hold. Each source yields distinct numbers, so
+    the first `limit` numbers of the merge are complete in every source."""
+    param = store.db.param
+    entries = f'"{store.tables.ScopeEntry._meta.table_name}"'
+    parts: list[str] = []
+    params: list[Any] = []
+
+    def source(sql: str, *values: Any) -> None:
+        parts.append(f'SELECT * FROM ({sql} ORDER BY "seq" LIMIT {param}) AS s{len(parts)}')
+        params.extend([*values, limit])
+
+    for key in scope.scope_keys():
+        source(
+            f'SELECT "entity_id", "seq", 0 AS "file" FROM {entries} '
+            f'WHERE "key" = {param} AND "seq" > {param}',
+            key,
+            since,
+        )
+    if scope.admin:
+        for table, owner, file in (
+            (store.tables.WorkOrder, "id", 0),
+            (store.tables.Attachment, "entity_id", 1),
+        ):
+            source(
+                f'SELECT "{owner}" AS "entity_id", "seq", {file} AS "file" '
+                f'FROM "{table._meta.table_name}" WHERE "seq" > {param}',
+                since,
+            )
+    merged: dict[int, Position] = {}
+    for entity_id, seq, file in store.db.execute_sql(" UNION ALL ".join(parts), params):
+        known = merged.get(int(seq))
+        merged[int(seq)] = Position(int(seq), entity_id, bool(file) or bool(known and known.file))
+    return [merged[seq] for seq in sorted(merged)[:limit]]
+
+
+def _rows(store: Store, entity_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    table = f'"{store.tables.WorkOrder._meta.table_name}"'
+    columns = ", ".join(f'"{name}"' for name in _ROW_COLUMNS)
+    sql = f'SELECT {columns} FROM {table} WHERE "id" IN ({_marks(store, len(entity_ids))})'
+    found = {}
+    for values in store.db.execute_sql(sql, list(entity_ids)):
+        row = dict(zip(_ROW_COLUMNS, values, strict=True))
+        found[row["id"]] = row
+    return found
+
+
+def pinned_among(store: Store, user: str, entity_ids: Sequence[str]) -> set[str]:
+    """Which of these work orders `user` pinned."""
+    if not entity_ids:
+        return set()
+    pins = store.tables.Pin
+    query = pins.select(pins.entity_id).where(
+        pins.user_name == user, pins.entity_id.in_(list(entity_ids))
+    )
+    return {str(row[0]) for row in tuples_of(query)}
+
+
+def _latest(store: Store, scope: Scope, entity_ids: Sequence[str]) -> dict[str, int]:
+    keys = scope.scope_keys()
+    entries = f'"{store.tables.ScopeEntry._meta.table_name}"'
+    sql = (
+        f'SELECT "entity_id", MAX("seq") FROM {entries} WHERE "key" IN '
+        f'({_marks(store, len(keys))}) AND "entity_id" IN ({_marks(store, len(entity_ids))}) '
+        'GROUP BY "entity_id"'
+    )
+    rows = store.db.execute_sql(sql, [*keys, *entity_ids])
+    return {entity_id: int(seq) for entity_id, seq in rows}
+
+
+def feed_page(store: Store, scope: Scope, since: int, limit: int) -> dict[str, Any]:
+    """`{"changes": […], "next": token, "has_more": bool}` for this device after `since`,
+    plus `attachments` (the file changes of work orders it holds) when there are any."""
+    positions = _positions(store, scope, since, limit + 1)
+    has_more = len(positions) > limit
+    positions = positions[:limit]
+    entity_ids = sorted({position.entity_id for position in positions})
+    changes: list[dict[str, Any]] = []
+    held: set[str] = set()
+    if entity_ids:
+        rows = _rows(store, entity_ids)
+        pinned = pinned_among(store, scope.user, entity_ids)
+        latest = _latest(store, scope, entity_ids)
+        held = {e for e, row in rows.items() if scope.holds(row, e in pinned)}
+        listed = attachments_of(store, sorted(held))
+        for position in positions:
+            entity_id = position.entity_id
+            row = rows.get(entity_id)
+            if row is None or (scope.admin and position.file):
+                continue  # an admin's file change is in `attachments` only
+            newest = max(latest.get(entity_id, 0), row["seq"] if scope.admin else 0)
+            if position.seq != newest:
+                continue  # delivered at its newest number, on this page or a later one
+            if entity_id in held:
+                record = {**record_columns_json(row), "pinned": entity_id in pinned}
+                changes.append(with_attachments(record, listed))
+            elif since > 0:
+                changes.append({"id": entity_id, "out_of_scope": True})
+    page: dict[str, Any] = {
+        "changes": changes,
+        "next": str(positions[-1].seq) if positions else str(since),
+        "has_more": has_more,
+    }
+    files = _file_changes(store, [p.seq for p in positions if p.entity_id in held])
+    if files:  # left out when there are none: the page keeps its shape for older clients
+        page["attachments"] = files
+    return page
+
+
+def _file_changes(store: Store, seqs: Sequence[int]) -> list[dict[str, Any]]:
+    """The attachment changes at these numbers (those of work orders the device holds)."""
+    if not seqs:
+        return []
+    table = store.tables.Attachment
+    query = table.select().where(table.seq.in_(list(seqs))).order_by(table.seq)
+    return [attachment_change_json(row) for row in query]
