@@ -28,6 +28,7 @@ from server.metrics import Metrics
 from server.openapi import error_responses
 from server.openapi_inputs import exact_document
 from server.ratelimit import RateLimiter
+from server.ratelimit_shared import SharedRateLimiter
 from server.settings import Settings
 from server.uploads import prune_expired_uploads, prune_unused_files
 
@@ -55,12 +56,21 @@ def _prune_forever(context: ServerContext, stop: threading.Event) -> None:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the server for `settings` (opening the database and creating its schema)."""
     settings = settings or Settings()
+    store = open_store(settings.db_url)
+    shared = settings.rate_limit_shared
+    limiter: RateLimiter | SharedRateLimiter
+    if store.is_postgres if shared is None else shared:
+        limiter = SharedRateLimiter(
+            store, settings.rate_limit_burst, settings.rate_limit_per_second, settings.clock
+        )
+    else:
+        limiter = RateLimiter(
+            settings.rate_limit_burst, settings.rate_limit_per_second, settings.monotonic
+        )
     context = ServerContext(
         settings=settings,
-        store=open_store(settings.db_url),
-        limiter=RateLimiter(
-            settings.rate_limit_burst, settings.rate_limit_per_second, settings.monotonic
-        ),
+        store=store,
+        limiter=limiter,
         metrics=Metrics(),
         blobs=BlobStore(attachments_root(settings)),
         hashes=RunningHashes(),

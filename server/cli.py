@@ -1,9 +1,11 @@
 """`fieldsync-server`: serve the sync API and manage device tokens.
 
     fieldsync-server serve --db URL --host 127.0.0.1 --port 8750 [--workers 4]
+                           [--rate-limit-scope auto|database|process] [--worker-search all|scope]
                            [--attachments-dir DIR] [--max-upload-mib 100]
     fieldsync-server add-device --name phone-1 --role worker [--user ana] [--team north]
                                                    # token on the last stdout line
+    fieldsync-server set-device phone-1 --user ana --team south
     fieldsync-server revoke-device phone-1
     fieldsync-server list-devices   # name, role, created, state, user, team (tab-separated)
     fieldsync-server prune-keys
@@ -63,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
         "--workers",
         type=_positive_int,
         default=1,
-        help="server processes sharing the port (each keeps its own per-device rate limit)",
+        help="server processes sharing the port",
     )
     defaults = Settings(db_url="unused")
     serve.add_argument("--rate-limit-burst", type=int, default=defaults.rate_limit_burst)
@@ -72,6 +74,19 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=defaults.rate_limit_per_second,
         help="0 disables the per-device rate limit",
+    )
+    serve.add_argument(
+        "--rate-limit-scope",
+        choices=("auto", "database", "process"),
+        default="auto",
+        help="where the buckets live: the database (shared by every process on it) or each"
+        " process; auto: the database on PostgreSQL or with --workers above 1",
+    )
+    serve.add_argument(
+        "--worker-search",
+        choices=("all", "scope"),
+        default=defaults.worker_search,
+        help="what a worker's search reaches: the whole organisation, or its scope",
     )
     serve.add_argument(
         "--key-retention-days",
@@ -142,12 +157,20 @@ class _ServeApp:
         return create_app(self.settings)
 
 
+def _shared_limit(args: argparse.Namespace) -> bool | None:
+    if args.rate_limit_scope == "auto":
+        return True if args.workers > 1 else None
+    return bool(args.rate_limit_scope == "database")
+
+
 def _serve(args: argparse.Namespace, db_url: str) -> int:
     configure_logging(args.log_level)
     settings = Settings(
         db_url=db_url,
         rate_limit_burst=args.rate_limit_burst,
         rate_limit_per_second=args.rate_limit_per_second,
+        rate_limit_shared=_shared_limit(args),
+        worker_search=args.worker_search,
         idempotency_retention_seconds=args.key_retention_days * _DAY,
         attachments_dir=args.attachments_dir,
         max_upload_bytes=int(args.max_upload_mib * _MIB),

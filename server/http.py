@@ -26,6 +26,7 @@ from server.idempotency import Reply
 from server.logs import correlation_id, log_event
 from server.metrics import Metrics
 from server.ratelimit import RateLimiter
+from server.ratelimit_shared import SharedRateLimiter
 from server.settings import Settings
 
 __all__ = [
@@ -61,7 +62,7 @@ class ServerContext:
 
     settings: Settings
     store: Store
-    limiter: RateLimiter
+    limiter: RateLimiter | SharedRateLimiter
     metrics: Metrics
     blobs: BlobStore
     hashes: RunningHashes

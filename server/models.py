@@ -179,6 +179,7 @@ class ScopeEntry(_Base):
     """
 
     key = pw.CharField(max_length=210)
+    #: A work order's id, or an attachment's (its own changes, under its work order's keys).
     entity_id = pw.CharField(max_length=36)
     seq = pw.BigIntegerField()
     present = pw.BooleanField()

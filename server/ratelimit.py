@@ -7,7 +7,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["RateLimiter"]
+__all__ = ["RateLimiter", "seconds_until_a_token"]
+
+
+def seconds_until_a_token(tokens: float, per_second: float) -> int:
+    """Whole seconds until a bucket holding `tokens` (< 1) has one (`Retry-After`)."""
+    return max(1, math.ceil((1.0 - tokens) / per_second))
 
 
 @dataclass
@@ -45,4 +50,4 @@ class RateLimiter:
             if bucket.tokens >= 1.0:
                 bucket.tokens -= 1.0
                 return None
-            return max(1, math.ceil((1.0 - bucket.tokens) / self._per_second))
+            return seconds_until_a_token(bucket.tokens, self._per_second)

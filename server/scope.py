@@ -128,43 +128,46 @@ def _present_keys(store: Store, entity_ids: Sequence[str]) -> dict[str, set[str]
     return held
 
 
-def _changed_between(store: Store, after: int, last: int) -> dict[str, int]:
-    """Work order id -> its newest change number in (after, last]: its own writes, and its
-    attachments' (an attachment has a number of its own and shows its work order again)."""
-    changed: dict[str, int] = {}
-    orders, files = store.tables.WorkOrder, store.tables.Attachment
-    for table, owner in ((orders, orders.id), (files, files.entity_id)):
-        query = table.select(owner, table.seq).where(table.seq > after, table.seq <= last)
-        for entity_id, seq in tuples_of(query):
-            changed[entity_id] = max(int(seq), changed.get(entity_id, 0))
-    return changed
-
-
 def restamp_changed(store: Store, after: int, last: int) -> int:
-    """Move the scope entries of the work orders changed at numbers (after, last] to their
-    change; return how many work orders that was. Runs inside the write transaction."""
-    changed = _changed_between(store, after, last)
-    if not changed:
+    """Bring the scope entries up to the changes numbered (after, last]; return how many
+    changes that was. Runs inside the write transaction.
+
+    A changed work order's present entries (and those of keys it just left) move to its
+    change. A changed attachment gets entries of its own (keyed by the attachment's id) under
+    its work order's keys: attachments never move their work order in the feed."""
+    orders, files = store.tables.WorkOrder, store.tables.Attachment
+    in_range = (orders.seq > after) & (orders.seq <= last)
+    changed = dict(tuples_of(orders.select(orders.id, orders.seq).where(in_range)))
+    file_range = (files.seq > after) & (files.seq <= last)
+    attached = list(tuples_of(files.select(files.id, files.entity_id, files.seq).where(file_range)))
+    owners = sorted(set(changed) | {entity_id for _, entity_id, _ in attached})
+    if not owners:
         return 0
-    table = store.tables.WorkOrder
-    ids = sorted(changed)
-    held = _present_keys(store, ids)
+    held = _present_keys(store, owners)
+    keys_now: dict[str, set[str]] = {}
     entries: list[Entry] = []
-    for chunk in _chunks(ids, store.rows_per_statement(1)):
-        query = table.select(table.id, table.assignee, table.team, table.created_by).where(
-            table.id.in_(list(chunk))
+    for chunk in _chunks(owners, store.rows_per_statement(1)):
+        query = orders.select(orders.id, orders.assignee, orders.team, orders.created_by).where(
+            orders.id.in_(list(chunk))
         )
         for entity_id, assignee, team, created_by in tuples_of(query):
-            seq = changed[entity_id]
             now_in = record_keys(assignee, team, created_by)
             mine = held.get(entity_id, set())
+            keys_now[entity_id] = now_in | {key for key in mine if key.startswith(PIN)}
+            if entity_id not in changed:
+                continue
+            seq = int(changed[entity_id])
             # A pin keeps its key until it is removed; the others follow the fields.
             entries.extend(
                 (key, entity_id, seq, key.startswith(PIN) or key in now_in) for key in sorted(mine)
             )
             entries.extend((key, entity_id, seq, True) for key in sorted(now_in - mine))
+    for attachment_id, entity_id, seq in attached:
+        entries.extend(
+            (key, attachment_id, int(seq), False) for key in sorted(keys_now.get(entity_id, ()))
+        )
     upsert_entries(store, entries)
-    return len(changed)
+    return len(changed) + len(attached)
 
 
 def stamp_device_scope(store: Store, before: Scope, after: Scope, sequence: ChangeSequence) -> int:

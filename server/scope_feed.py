@@ -124,24 +124,31 @@ def _latest(store: Store, scope: Scope, entity_ids: Sequence[str]) -> dict[str, 
 
 def feed_page(store: Store, scope: Scope, since: int, limit: int) -> dict[str, Any]:
     """`{"changes": […], "next": token, "has_more": bool}` for this device after `since`,
-    plus `attachments` (the file changes of work orders it holds) when there are any."""
+    plus `attachments` (the file changes of work orders it holds) when there are any.
+
+    An attachment's change has a number of its own (a position of its own in a worker's
+    keys, under the attachment's id): it travels in `attachments` and never moves its work
+    order, whose record lists its live attachments."""
     positions = _positions(store, scope, since, limit + 1)
     has_more = len(positions) > limit
     positions = positions[:limit]
-    entity_ids = sorted({position.entity_id for position in positions})
+    files = _file_changes(store, [position.seq for position in positions])
+    owner = {p.seq: str(files[p.seq]["entity_id"]) for p in positions if p.seq in files}
+    entity_ids = sorted({owner.get(p.seq, p.entity_id) for p in positions})
     changes: list[dict[str, Any]] = []
     held: set[str] = set()
     if entity_ids:
         rows = _rows(store, entity_ids)
         pinned = pinned_among(store, scope.user, entity_ids)
-        latest = _latest(store, scope, entity_ids)
+        orders = sorted({p.entity_id for p in positions if p.seq not in owner})
+        latest = _latest(store, scope, orders) if orders else {}
         held = {e for e, row in rows.items() if scope.holds(row, e in pinned)}
         listed = attachments_of(store, sorted(held))
         for position in positions:
             entity_id = position.entity_id
             row = rows.get(entity_id)
-            if row is None or (scope.admin and position.file):
-                continue  # an admin's file change is in `attachments` only
+            if position.seq in owner or row is None:
+                continue  # an attachment's change: in `attachments`
             newest = max(latest.get(entity_id, 0), row["seq"] if scope.admin else 0)
             if position.seq != newest:
                 continue  # delivered at its newest number, on this page or a later one
@@ -155,16 +162,16 @@ def feed_page(store: Store, scope: Scope, since: int, limit: int) -> dict[str, A
         "next": str(positions[-1].seq) if positions else str(since),
         "has_more": has_more,
     }
-    files = _file_changes(store, [p.seq for p in positions if p.entity_id in held])
-    if files:  # left out when there are none: the page keeps its shape for older clients
-        page["attachments"] = files
+    shown = [files[seq] for seq in sorted(owner) if owner[seq] in held]
+    if shown:  # left out when there are none: the page keeps its shape for older clients
+        page["attachments"] = shown
     return page
 
 
-def _file_changes(store: Store, seqs: Sequence[int]) -> list[dict[str, Any]]:
-    """The attachment changes at these numbers (those of work orders the device holds)."""
+def _file_changes(store: Store, seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The attachment changes at these numbers, by number."""
     if not seqs:
-        return []
+        return {}
     table = store.tables.Attachment
-    query = table.select().where(table.seq.in_(list(seqs))).order_by(table.seq)
-    return [attachment_change_json(row) for row in query]
+    query = table.select().where(table.seq.in_(list(seqs)))
+    return {int(row.seq): attachment_change_json(row) for row in query}

@@ -53,6 +53,10 @@ class Settings:
     #: a tight retry loop is stopped within seconds. `per_second <= 0` disables the limit.
     rate_limit_burst: int = 300
     rate_limit_per_second: float = 30.0
+    #: Keep the buckets in the database, shared by every server process on it (True), or in
+    #: each process's memory (False); None: in the database on PostgreSQL, in memory on SQLite
+    #: (a single process, where a write per request would only wait on the writers' lock).
+    rate_limit_shared: bool | None = None
     #: How often the background pruner deletes expired idempotency keys.
     prune_interval_seconds: float = 3600.0
     #: Where attachment files live (content-addressed) and unfinished uploads wait; None puts

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from tests.support.api import ServerApi, create_body, new_id, read_feed_while
 
 
@@ -56,16 +58,20 @@ def test_unknown_record_is_404(api: ServerApi) -> None:
     assert api.client.get("/v1/records/not-a-uuid").status_code == 404
 
 
+@pytest.mark.parametrize("reader", ["admin", "assignee"])
 def test_paging_under_concurrent_writes_loses_and_repeats_nothing(
-    make_api: object, api: ServerApi
+    make_api: object, reader: str
 ) -> None:
+    # An admin reads the whole organisation's feed; a worker the scoped feed of its own user,
+    # to whom every writer assigns its work orders (issue 16: a worker sees only its scope).
+    api = make_api("reader", "admin" if reader == "admin" else "worker")  # type: ignore[operator]
     writers = [make_api(f"writer-{n}") for n in range(4)]  # type: ignore[operator]
     errors: list[BaseException] = []
 
     def write(writer: ServerApi) -> None:
         try:
             for i in range(30):
-                record = writer.create(title=f"w{i}")
+                record = writer.create(title=f"w{i}", assignee="reader")
                 if i % 3 == 0:
                     assert writer.update(record["id"], 1, notes="edited").status_code == 200
         except BaseException as error:  # pragma: no cover - reported below

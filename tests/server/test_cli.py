@@ -90,3 +90,16 @@ def test_a_team_with_control_characters_is_refused(
 ) -> None:
     assert main(["add-device", "--db", sqlite_url, "--name", "x", "--team", "a\x07b"]) == 2
     assert "team must not contain control characters" in capsys.readouterr().err
+
+
+def test_set_device_changes_the_user_and_team(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["add-device", "--db", sqlite_url, "--name", "phone-1", "--team", "north"]) == 0
+    assert main(["set-device", "--db", sqlite_url, "phone-1", "--user", "ana", "--team", ""]) == 0
+    assert main(["set-device", "--db", sqlite_url, "nobody", "--team", "x"]) == 1
+    assert main(["set-device", "--db", sqlite_url, "phone-1"]) == 2
+    capsys.readouterr()
+    main(["list-devices", "--db", sqlite_url])
+    [row] = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert (row[0], row[4], row[5]) == ("phone-1", "ana", "")

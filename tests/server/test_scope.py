@@ -8,12 +8,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from server.auth import set_device
-from server.embedded import EmbeddedServer, start_server
+from server.embedded import EmbeddedServer, provision_device, start_server
 from tests.support.api import ServerApi
 from tests.support.postgres import PostgresCluster
+from tests.support.serve import ServerProcess
 
 _names = itertools.count()
 
@@ -236,3 +238,36 @@ def test_worker_search_scope_reaches_only_the_scope(db_url: str) -> None:
         finally:
             office.close()
             ana.close()
+
+
+def test_two_server_processes_share_one_rate_limit(postgres: PostgresCluster) -> None:
+    db_url = postgres.create_database(f"shared_limit_{next(_names)}")
+    limit = ("--rate-limit-burst", "6", "--rate-limit-per-second", "0.2")
+    with ServerProcess(db_url, *limit) as first, ServerProcess(db_url, *limit) as second:
+        token = provision_device(db_url, "phone-1")
+        headers = {"Authorization": f"Bearer {token}"}
+        answers: dict[str, list[int]] = {first.base_url: [], second.base_url: []}
+        with httpx.Client(headers=headers, timeout=30) as client:
+            for _ in range(8):
+                for base_url, statuses in answers.items():
+                    statuses.append(client.get(f"{base_url}/v1/changes").status_code)
+        allowed = sum(statuses.count(200) for statuses in answers.values())
+        # One bucket of 6 for both (plus at most one token refilled while asking); two
+        # buckets of their own would have let 12 through.
+        assert 6 <= allowed <= 7, answers
+        assert all(429 in statuses for statuses in answers.values()), answers
+        assert {s for statuses in answers.values() for s in statuses} == {200, 429}
+
+
+def test_the_database_rate_limit_on_sqlite_is_one_bucket_for_two_servers(tmp_path: Path) -> None:
+    db_url = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    limit = {"rate_limit_shared": True, "rate_limit_burst": 4, "rate_limit_per_second": 0.2}
+    with start_server(db_url, **limit) as first, start_server(db_url, **limit) as second:
+        token = first.add_device("phone-1")
+        statuses = []
+        with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
+            for _ in range(4):
+                for server in (first, second):
+                    statuses.append(client.get(f"{server.base_url}/v1/changes").status_code)
+        assert 4 <= statuses.count(200) <= 5, statuses
+        assert statuses[-2:] == [429, 429]

@@ -46,14 +46,19 @@ def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
         yield running
 
 
+# The sync tests' devices are one crew's: a worker's feed carries only its scope (issue 16),
+# and work orders one of them (or the office) creates are in the crew's.
+CREW = "crew"
+
+
 @pytest.fixture
 def token_a(server: EmbeddedServer) -> str:
-    return server.add_device("phone-a")
+    return server.add_device("phone-a", user=CREW)
 
 
 @pytest.fixture
 def token_b(server: EmbeddedServer) -> str:
-    return server.add_device("phone-b")
+    return server.add_device("phone-b", user=CREW)
 
 
 @pytest.fixture
@@ -65,6 +70,6 @@ def api_a(server: EmbeddedServer, token_a: str) -> Iterator[ServerApi]:
 
 @pytest.fixture
 def admin_api(server: EmbeddedServer) -> Iterator[ServerApi]:
-    api = ServerApi(server.base_url, server.add_device("office", "admin"))
+    api = ServerApi(server.base_url, server.add_device("office", "admin", user=CREW))
     yield api
     api.close()
