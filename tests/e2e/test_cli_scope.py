@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from server.embedded import provision_device
 from tests.e2e.conftest import run_cli
+from tests.support.api import ServerApi
+from tests.support.serve import ServerProcess
 from tests.sync.sync_support import closed_port_url
 
 
@@ -50,3 +53,43 @@ def test_whoami_before_any_sync_says_what_to_do(tmp_path: Path) -> None:
     result = run_cli(tmp_path / "device", "whoami")
     assert result.returncode == 1
     assert "fieldsync sync" in result.stderr
+
+
+def test_search_pin_and_whoami_against_the_real_server(
+    tmp_path: Path, server_db: str, server_process: ServerProcess
+) -> None:
+    office = provision_device(server_db, "office", "admin")
+    token = provision_device(server_db, "ana-phone", user="ana", team="north")
+    api = ServerApi(server_process.base_url, office)
+    try:
+        hydrants = {api.create(title=f"Hydrant {n}", assignee="zed")["id"] for n in range(3)}
+    finally:
+        api.close()
+    data_dir = tmp_path / "device"
+    url = server_process.base_url
+
+    first = run_cli(data_dir, "--server", url, "search", "hydrant", "--limit", "2", "--json",
+                    token=token)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    page = json.loads(first.stdout)
+    assert len(page["records"]) == 2
+    assert all(record["available_offline"] is False for record in page["records"])
+    rest = run_cli(data_dir, "--server", url, "search", "hydrant", "--json",
+                   "--cursor", page["next_cursor"], token=token)  # fmt: skip
+    found = [r["id"] for r in page["records"] + json.loads(rest.stdout)["records"]]
+    assert sorted(found) == sorted(hydrants)
+
+    pinned = found[0]
+    result = run_cli(data_dir, "--server", url, "pin", pinned, token=token)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"pinned {pinned}: kept offline on this device"
+    synced = run_cli(data_dir, "--server", url, "sync", "--until-idle", "--timeout", "30",
+                     token=token)  # fmt: skip
+    assert synced.returncode == 0, synced.stderr
+    listed = json.loads(run_cli(data_dir, "list", "--scope", "pinned", "--json").stdout)
+    assert [row["id"] for row in listed] == [pinned]
+    who = run_cli(data_dir, "whoami")
+    assert who.stdout.strip() == "ana-phone: user ana, north, worker"
+    text = run_cli(data_dir, "--server", url, "search", "hydrant", token=token)
+    line = next(line for line in text.stdout.splitlines() if line.startswith(pinned))
+    assert " offline " in line
