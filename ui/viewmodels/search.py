@@ -24,7 +24,7 @@ from app.sync.scope import NeedsConnection
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.base import Refused, ViewModel, notified
-from ui.viewmodels.scope import OFFLINE_MARK, ONLINE_ONLY_MARK, subtitle
+from ui.viewmodels.scope import offline_mark, subtitle
 from ui.viewmodels.workorders import STATUS_LABELS
 
 __all__ = ["PAGE_SIZE", "SearchViewModel"]
@@ -266,5 +266,6 @@ class SearchViewModel(ViewModel):
             "subtitle": subtitle(record),
             "held": held,
             "pinned": bool(record.get("pinned")),
-            "offlineText": OFFLINE_MARK if held else ONLINE_ONLY_MARK,
+            # "Kept offline" as the server says it is pinned for this person.
+            "offlineText": offline_mark({**record, "available_offline": held}),
         }
