@@ -133,7 +133,7 @@ def test_a_colleagues_photo_shows_its_thumbnail_from_the_server(
     # The office attaches a photo to the same work order once the phone's create is there.
     run.until(lambda: not app_vm.editor.unsynced, 20)
     with Store(tmp_path / "office") as office:
-        office_token = server.add_device("office")
+        office_token = server.add_device("office", "admin")
         config = SyncConfig(server_url=server.base_url, reconnect_jitter_s=0)
         engine = SyncEngine(office, config, token=lambda: office_token)
         assert run(engine.run_until_idle(30), 40)
