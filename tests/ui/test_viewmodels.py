@@ -145,6 +145,9 @@ def test_status_bar_says_what_waits_for_a_person(
     run(status.wait_idle())
     assert status.attentionText == ""
     make_dead(store)
+    status.refresh()
+    run(status.wait_idle())
+    assert status.attentionText == "1 failed change needs you"
     make_dead(store, title="Broken valve")
     status.refresh()
     run(status.wait_idle())

@@ -222,7 +222,10 @@ class StatusBarViewModel(ViewModel):
             parts.append(f"{number(failed)} failed {'change' if failed == 1 else 'changes'}")
         if conflicts:
             parts.append(f"{number(conflicts)} {'conflict' if conflicts == 1 else 'conflicts'}")
-        return " and ".join(parts) + " need you" if parts else ""
+        if not parts:
+            return ""
+        verb = "needs" if failed + conflicts == 1 else "need"
+        return f"{' and '.join(parts)} {verb} you"
 
     @Property(str, notify=changed)
     def lastSyncText(self) -> str:
