@@ -48,8 +48,14 @@ def run_cli(
     )
 
 
-def add_device(db_url: str, name: str, role: str = "worker") -> str:
-    return provision_device(db_url, name, role)  # type: ignore[arg-type]
+# Since feeds are scoped, a worker receives only its person's and team's work orders. The
+# chaos fleets share work orders across devices, so their devices are one person's devices
+# (a person may have several): each still has its own token, queue and idempotency keys.
+CREW = "crew"
+
+
+def add_device(db_url: str, name: str, role: str = "worker", *, user: str | None = CREW) -> str:
+    return provision_device(db_url, name, role, user=user)  # type: ignore[arg-type]
 
 
 def new_id() -> str:
