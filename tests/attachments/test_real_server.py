@@ -59,7 +59,8 @@ def served(server: EmbeddedServer, token: str, attachment_id: str) -> httpx.Resp
 async def test_a_photo_reaches_the_server_and_a_colleague_sees_it(
     tmp_path: Path, store: Store, server: EmbeddedServer, phone_b: Store
 ) -> None:
-    token_a, token_b = server.add_device("phone-a"), server.add_device("phone-b")
+    token_a = server.add_device("phone-a", user="crew")  # one person, two phones: both hold it
+    token_b = server.add_device("phone-b", user="crew")
     entity = store.record_edit("create", None, {"title": "Broken meter"}).entity_id
     source = jpeg(tmp_path / "meter.jpg")
     view = Attachments(store).attach(entity, source)
@@ -96,7 +97,8 @@ async def test_a_photo_reaches_the_server_and_a_colleague_sees_it(
 async def test_a_removal_reaches_the_server_and_the_colleague(
     tmp_path: Path, store: Store, server: EmbeddedServer, phone_b: Store
 ) -> None:
-    token_a, token_b = server.add_device("phone-a"), server.add_device("phone-b")
+    token_a = server.add_device("phone-a", user="crew")  # one person, two phones: both hold it
+    token_b = server.add_device("phone-b", user="crew")
     entity = store.record_edit("create", None, {"title": "Broken meter"}).entity_id
     view = Attachments(store).attach(entity, jpeg(tmp_path / "meter.jpg"))
     await sync_until_idle(store, server.base_url, token_a)

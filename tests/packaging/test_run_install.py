@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER_PACKAGES = {"fastapi", "uvicorn", "psycopg2-binary"}
+SERVER_PACKAGES = {"fastapi", "uvicorn", "psycopg2-binary", "pillow"}
 TEST_ONLY_DEBIAN = {
     "postgresql",
     "gnome-keyring",
@@ -75,7 +75,7 @@ _WITHOUT_SERVER = textwrap.dedent(
     import importlib.abc, sys
     class NoServerExtra(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in {"fastapi", "starlette", "uvicorn", "psycopg2"}:
+            if name.split(".")[0] in {"fastapi", "starlette", "uvicorn", "psycopg2", "PIL"}:
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return None
     sys.meta_path.insert(0, NoServerExtra())
