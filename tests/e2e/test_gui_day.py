@@ -64,7 +64,7 @@ def test_a_field_workers_day(tmp_path: Path, desktop: Desktop) -> None:
     db = f"sqlite:///{tmp_path / 'server.sqlite3'}"
     server = ServerProcess(db, "--rate-limit-per-second", "0").start()
     port = urlsplit(server.base_url).port
-    office = ServerApi(server.base_url, provision_device(db, "office"))
+    office = ServerApi(server.base_url, provision_device(db, "office", "admin"))
     phone_token = provision_device(db, "phone-gui")
     data = tmp_path / "phone"
     gui = Gui(
@@ -81,7 +81,9 @@ def test_a_field_workers_day(tmp_path: Path, desktop: Desktop) -> None:
         screen.wait("Online", 60)
 
         # The office adds a work order; "Sync now" brings it and says what happened.
-        record = office.create(title="Replace valve at gate 4", site="North yard")
+        record = office.create(
+            title="Replace valve at gate 4", site="North yard", assignee="phone-gui"
+        )
         screen.click("Sync now")
         screen.wait(re.compile(r"\d+ sent, [1-9]\d* received"), 30)
         screen.wait("Replace valve at gate 4, Synced", 30)
