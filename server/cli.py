@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -40,6 +41,7 @@ from server.idempotency import prune_expired
 from server.listen import listening_socket, uvicorn_config
 from server.logs import configure_logging, log_event
 from server.settings import Settings, default_db_url
+from server.supervision import end_with_supervisor
 
 __all__ = ["main"]
 
@@ -151,9 +153,12 @@ class _ServeApp:
 
     settings: Settings
     log_level: str
+    supervisor_pid: int | None = None
 
     def __call__(self) -> FastAPI:
         configure_logging(self.log_level)  # a spawned worker starts with no logging set up
+        if self.supervisor_pid is not None:
+            end_with_supervisor(self.supervisor_pid)
         return create_app(self.settings)
 
 
@@ -189,7 +194,7 @@ def _serve(args: argparse.Namespace, db_url: str) -> int:
         workers=args.workers,
     )  # fmt: skip
     config = uvicorn_config(
-        _ServeApp(settings, args.log_level),
+        _ServeApp(settings, args.log_level, os.getpid() if args.workers > 1 else None),
         factory=True,
         log_level=args.log_level,
         workers=args.workers,

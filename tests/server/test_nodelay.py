@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from server.embedded import start_server
-from tests.support.serve import ServerProcess
+from tests.support.serve import ServerProcess, descendants
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -107,20 +107,6 @@ def kept_alive_connections(base_url: str, count: int) -> Iterator[tuple[int, int
             yield ports.pop()
 
 
-def _descendants(pid: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                stat = (entry / "stat").read_text()
-                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
 def assert_nodelay_on_every_connection(base_url: str, holders: Callable[[], set[int]]) -> None:
     for server_port, client_port in kept_alive_connections(base_url, 4):
         socket_ = accepted(server_port, client_port)
@@ -155,9 +141,9 @@ def test_fieldsync_server_serve(sqlite_url: str) -> None:
 def test_fieldsync_server_serve_with_workers(sqlite_url: str) -> None:
     with ServerProcess(sqlite_url, "--workers", "2") as server:
         pid = server.pid
-        workers = _descendants(pid)
+        workers = descendants(pid)
         assert len(workers) >= 2  # the workers (and multiprocessing's resource tracker)
-        assert_nodelay_on_every_connection(server.base_url, lambda: _descendants(pid))
+        assert_nodelay_on_every_connection(server.base_url, lambda: descendants(pid))
 
 
 def test_uvicorn_workers_with_our_protocol(sqlite_url: str, tmp_path: Path) -> None:
@@ -183,7 +169,7 @@ def test_uvicorn_workers_with_our_protocol(sqlite_url: str, tmp_path: Path) -> N
                     break
             assert time.monotonic() < deadline, "uvicorn did not answer /healthz"
             time.sleep(0.1)
-        assert_nodelay_on_every_connection(base_url, lambda: _descendants(process.pid))
+        assert_nodelay_on_every_connection(base_url, lambda: descendants(process.pid))
     finally:
         process.terminate()
         process.wait(timeout=30)

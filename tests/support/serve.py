@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -12,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ServerProcess", "server_command"]
+__all__ = ["ServerProcess", "descendants", "server_command"]
 
 
 def server_command() -> list[str]:
@@ -21,6 +22,22 @@ def server_command() -> list[str]:
     if script.exists():
         return [str(script)]
     return [sys.executable, "-m", "server.cli"]
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process under `pid` (children, theirs, ...), read from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if fields[0] != "Z":
+                    parents[int(entry.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
 
 
 class ServerProcess:
