@@ -95,12 +95,8 @@ def _record_of(reply: Reply, key: str) -> tuple[dict[str, Any] | None, str]:
 
 def _reason(reason: str, reply: Reply) -> str:
     """The stored reason of an outcome: the server's words, never a credential it echoed."""
-    if reply.body is None:
-        return reason
-    detail = reply.body.get("detail")
-    error = reply.body.get("error")
-    extra = detail if detail else error
-    if extra and str(extra) not in reason:
+    extra = reply.detail or reply.error
+    if extra and extra not in reason:
         return scrub(f"{reason}: {extra}"[:2000])
     return reason
 

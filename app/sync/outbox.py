@@ -48,7 +48,7 @@ class EscalationOutbox:
                 raise AuthError("the server refused this device's token")
             elif verdict.kind is ReplyKind.PERMANENT:
                 # Refused for good (too large, invalid): the person decides again, told why.
-                why = (reply.body or {}).get("detail") or (reply.body or {}).get("error")
+                why = reply.detail or reply.error
                 problem = scrub(f"{why} ({reply.status})")[:500]
                 await self.executor.run(self.conflicts.escalation_refused, item["job_id"], problem)
                 refusal = (

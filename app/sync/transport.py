@@ -21,7 +21,7 @@ import orjson
 
 from app.sync.errors import MalformedReplyError, from_httpx, parse_retry_after
 
-__all__ = ["BatchItem", "Reply", "ServerClient", "TransportConfig"]
+__all__ = ["BatchItem", "Reply", "ServerClient", "TransportConfig", "detail_words"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,37 @@ class Reply:
             return None
         value = self.body.get("error")
         return value if isinstance(value, str) else None
+
+    @property
+    def detail(self) -> str | None:
+        """The server's ``detail`` in words, None when it sent none (see `detail_words`)."""
+        return None if self.body is None else detail_words(self.body.get("detail"))
+
+
+_LOCATIONS = ("body", "query", "path", "header")
+
+
+def detail_words(detail: Any) -> str | None:
+    """A reply's ``detail`` as a person can read it: text as it is; the server's list of
+    validation errors (FastAPI's ``{"loc": [...], "msg": ...}`` items) as ``field: message``
+    joined by "; ", without the ``input`` they echo; anything else as compact JSON."""
+    if detail is None or detail == "" or detail == []:
+        return None
+    if isinstance(detail, str):
+        return detail
+    if isinstance(detail, list) and all(
+        isinstance(item, dict) and isinstance(item.get("msg"), str) for item in detail
+    ):
+        return "; ".join(_validation_words(item) for item in detail)
+    return orjson.dumps(detail).decode()
+
+
+def _validation_words(item: dict[str, Any]) -> str:
+    where = item.get("loc")
+    parts = [part for part in where if isinstance(part, str)] if isinstance(where, list) else []
+    if parts and parts[0] in _LOCATIONS:
+        parts = parts[1:]
+    return f"{'.'.join(parts)}: {item['msg']}" if parts else str(item["msg"])
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from app.store.db import connection
 from app.store.errors import InvalidEditError
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
+from app.sync.transport import detail_words
 from tests.sync.fake_clock import FakeClock
 from tests.sync.fake_server import FakeServer, json_response, record
 from tests.sync.sync_support import (
@@ -533,3 +534,36 @@ async def test_small_clock_skew_is_not_warned(
     assert engine.clock_skew_s is not None
     assert -35 <= engine.clock_skew_s <= -25
     assert not any("clock differs" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_list_of_validation_errors_is_stored_in_words(store: Store) -> None:
+    create(store)
+    fake = FakeServer()
+    detail = [
+        {"type": "string_too_long", "loc": ["body", "fields", "title"], "input": "x" * 300,
+         "msg": "String should have at most 200 characters"},
+        {"type": "missing", "loc": ["body", 0, "entity_id"], "msg": "Field required"},
+    ]  # fmt: skip
+    fake.script.append(json_response(422, {"error": "invalid_payload", "detail": detail}))
+    await deliver_until(store, fake, lambda: one_job(store)["status"] == "dead", batch_size=1)
+    assert one_job(store)["last_error"] == (
+        "the server rejected the values (invalid_payload): "
+        "fields.title: String should have at most 200 characters; entity_id: Field required"
+    )
+
+
+@pytest.mark.parametrize(
+    ("detail", "words"),
+    [
+        (None, None),
+        ("", None),
+        ([], None),
+        ("title: at most 200 characters", "title: at most 200 characters"),
+        ([{"loc": ["query", "limit"], "msg": "too big"}], "limit: too big"),
+        ([{"loc": [], "msg": "bad"}], "bad"),
+        ({"why": ["odd", 1]}, '{"why":["odd",1]}'),
+        (["a", 2], '["a",2]'),
+    ],
+)
+def test_detail_words(detail: object, words: str | None) -> None:
+    assert detail_words(detail) == words
