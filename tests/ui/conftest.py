@@ -1,8 +1,10 @@
-"""Fixtures for the Qt app tests: offscreen Qt, a qasync loop, a real store in a temp dir."""
+"""Fixtures for the Qt app tests: offscreen Qt, a qasync loop, a real store in a temp dir, and
+the real server (in-process, port 0) with this device's engine and an office device."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import time
@@ -22,6 +24,11 @@ from app.executor import StoreExecutor  # noqa: E402
 from app.states import Reason  # noqa: E402
 from app.store.queue import Outcome  # noqa: E402
 from app.store.store import Store  # noqa: E402
+from app.sync.connectivity import ConnectivityConfig  # noqa: E402
+from app.sync.engine import SyncConfig, SyncEngine  # noqa: E402
+from app.sync.scope import Finder  # noqa: E402
+from app.sync.transport import ServerClient, TransportConfig  # noqa: E402
+from server.embedded import EmbeddedServer, start_server  # noqa: E402
 from ui.bridge import Bridge  # noqa: E402
 from ui.qt import (
     QEventLoopFlags,  # noqa: E402
@@ -145,6 +152,15 @@ def root(qapp: Any) -> Iterator[QObject]:
 
 
 @pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The person's home with a Pictures folder (where the dialog opens)."""
+    home = tmp_path / "home"
+    (home / "Pictures").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
@@ -247,3 +263,168 @@ def open_window(run: Runner, services: Services, root: Any, qapp: Any) -> Iterat
         shiboken6.delete(engine)  # before the view-models it shows
     qapp.setPalette(QPalette())
     run.pause(0.05)
+
+
+# -- the real server, this device's engine, and the office -------------------------------------
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+    """The real sync server on loopback (port 0), its SQLite database in the test's temp dir."""
+    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as s:
+        yield s
+
+
+def make_engine(store: Store, bus: EventBus, services: Services, url: str, token: str) -> Any:
+    """This device's engine as the app runs it, tuned for tests: a refused connection makes it
+    offline at once, it reconnects without jitter, and it sweeps rarely (a save wakes it)."""
+    config = SyncConfig(
+        server_url=url,
+        reconnect_jitter_s=0,
+        sweep_interval_s=30.0,
+        transport=TransportConfig(connect_timeout=1.0, read_timeout=5.0),
+        connectivity=ConnectivityConfig(failures_before_offline=1),
+    )
+    return SyncEngine(store, config, bus, token=lambda: token, executor=services.executor)
+
+
+class EngineRun:
+    """Engines running on the test's loop, stopped (and awaited) when the test ends."""
+
+    def __init__(self, run: Runner) -> None:
+        self.run = run
+        self.running: list[tuple[Any, asyncio.Task[Any]]] = []
+
+    def start(self, engine: Any) -> None:
+        self.running.append((engine, self.run.loop.create_task(engine.run())))
+
+    def stop_all(self) -> None:
+        for engine, task in self.running:
+            self.run(engine.stop(grace_s=2.0))
+            if not task.done():
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                self.run(_settle(task))
+        self.running = []
+
+
+async def _settle(task: asyncio.Task[Any]) -> None:
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+@pytest.fixture
+def engines(run: Runner) -> Iterator[EngineRun]:
+    owner = EngineRun(run)
+    yield owner
+    owner.stop_all()
+
+
+class Device:
+    """This device (the window's store and bus) signed in to a server: its engine, and with
+    `finder` its server search, put in the app's services as the program does at start.
+
+    `sign_in` provisions the device on the real server; `connect` points it at any URL (a
+    closed port is a server that is not there); `start` runs the engine on the test's loop."""
+
+    def __init__(
+        self, run: Runner, store: Store, bus: EventBus, services: Services, engines: EngineRun
+    ) -> None:
+        self.run = run
+        self.store = store
+        self.bus = bus
+        self.services = services
+        self.engines = engines
+        self.token = ""
+        self.clients: list[ServerClient] = []
+
+    def sign_in(
+        self,
+        server: EmbeddedServer,
+        name: str = "phone-1",
+        *,
+        user: str | None = None,
+        team: str = "",
+        finder: bool = False,
+    ) -> str:
+        """Provision `name` on `server` and connect to it; return the device's token."""
+        self.connect(server.base_url, server.add_device(name, user=user, team=team), finder=finder)
+        return self.token
+
+    def connect(self, url: str, token: str | None = None, *, finder: bool = False) -> Any:
+        """A new engine for `url` (with the same token unless given) in the services."""
+        if token is not None:
+            self.token = token
+        engine = make_engine(self.store, self.bus, self.services, url, self.token)
+        self.services.engine = engine
+        if finder:
+            self.search_on(url)
+        return engine
+
+    def search_on(self, url: str) -> None:
+        """The core's Finder (server search and pins) for `url` in the services."""
+        token = self.token
+        client = ServerClient(url, lambda: token)
+        self.clients.append(client)
+        self.services.finder = Finder(self.store, self.services.executor, client, self.bus)
+
+    @property
+    def engine(self) -> Any:
+        return self.services.engine
+
+    def start(self) -> None:
+        self.engines.start(self.services.engine)
+
+    def stop(self) -> None:
+        """Stop the engine and take it out of the services, as before `connect`."""
+        self.engines.stop_all()
+        self.services.engine = None
+
+    def close(self) -> None:
+        for client in self.clients:
+            self.run(client.aclose())
+        self.clients = []
+
+
+@pytest.fixture
+def device(
+    run: Runner, store: Store, bus: EventBus, services: Services, engines: EngineRun
+) -> Iterator[Device]:
+    connected = Device(run, store, bus, services, engines)
+    yield connected
+    engines.stop_all()
+    connected.close()
+
+
+class Office:
+    """The dispatcher's device, an admin: writes work orders and attachments through its own
+    store and syncs them to the server until idle."""
+
+    def __init__(self, run: Runner, server: EmbeddedServer, data_dir: Path) -> None:
+        self.run = run
+        self.store = Store(data_dir)
+        self.executor = StoreExecutor()
+        self.token = server.add_device("office", "admin")
+        self.url = server.base_url
+
+    def sync(self, timeout: float = 20.0) -> None:
+        config = SyncConfig(server_url=self.url, reconnect_jitter_s=0)
+        engine = SyncEngine(self.store, config, token=lambda: self.token, executor=self.executor)
+        assert self.run(engine.run_until_idle(timeout), timeout + 10)
+
+    def create(self, **fields: Any) -> str:
+        return self.store.record_edit("create", fields=fields).entity_id
+
+    def update(self, entity_id: str, **fields: Any) -> None:
+        self.store.record_edit("update", entity_id, fields)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.store.close()
+
+
+@pytest.fixture
+def office(run: Runner, server: EmbeddedServer, tmp_path: Path) -> Iterator[Office]:
+    opened = Office(run, server, tmp_path / "office")
+    yield opened
+    opened.close()

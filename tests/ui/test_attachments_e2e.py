@@ -14,24 +14,13 @@ import httpx
 import pytest
 
 from app.attachments import Attachments
-from app.events import EventBus
 from app.store.store import Store
-from app.sync.engine import SyncConfig, SyncEngine
 from server.embedded import EmbeddedServer
-from tests.ui import test_attachments_on_screen, test_sync_e2e
-from tests.ui.conftest import Open, Runner
+from tests.ui.conftest import Device, Office, Open, Runner
 from tests.ui.qml_driver import click, find, shows, walk
 from tests.ui.test_attachments_on_screen import choose_in_dialog, photo, see
-from tests.ui.test_sync_e2e import EngineRun, make_engine
 from ui.qt import QQuickWindow
-from ui.services import Services
 from ui.viewmodels.app import AppViewModel
-
-# The real server and the engine runner of the sync end-to-end tests, and the person's home
-# with a Pictures folder, shared.
-server = test_sync_e2e.server
-engines = test_sync_e2e.engines
-home = test_attachments_on_screen.home
 
 
 @dataclass
@@ -48,20 +37,16 @@ class Online:
 @pytest.fixture
 def online(
     run: Runner,
-    services: Services,
     store: Store,
-    bus: EventBus,
     server: EmbeddedServer,
-    engines: EngineRun,
+    device: Device,
     open_window: Open,
     home: Path,
 ) -> Online:
-    token = server.add_device("phone-1")
-    engine = make_engine(store, bus, services, server.base_url, token)
-    services.engine = engine
+    token = device.sign_in(server, "phone-1")
     entity_id = store.record_edit("create", None, {"title": "Replace valve"}).entity_id
     app_vm, window = open_window(360, 720)
-    engines.start(engine)
+    device.start()
     app_vm.openWorkOrder(entity_id)
     run(app_vm.wait_idle())
     return Online(app_vm, window, entity_id, token)
@@ -127,19 +112,14 @@ def thumbnail_shown(window: QQuickWindow) -> bool:
 
 
 def test_a_colleagues_photo_shows_its_thumbnail_from_the_server(
-    run: Runner, online: Online, server: EmbeddedServer, home: Path, tmp_path: Path
+    run: Runner, online: Online, office: Office, home: Path
 ) -> None:
     app_vm, window = online.app_vm, online.window
     # The office attaches a photo to the same work order once the phone's create is there.
     run.until(lambda: not app_vm.editor.unsynced, 20)
-    with Store(tmp_path / "office") as office:
-        office_token = server.add_device("office", "admin")
-        config = SyncConfig(server_url=server.base_url, reconnect_jitter_s=0)
-        engine = SyncEngine(office, config, token=lambda: office_token)
-        assert run(engine.run_until_idle(30), 40)
-        Attachments(office).attach(online.entity_id, photo(home / "valve-closed.png", "#c63"))
-        engine = SyncEngine(office, config, token=lambda: office_token)  # a stopped one ends
-        assert run(engine.run_until_idle(30), 40)
+    office.sync(30)
+    Attachments(office.store).attach(online.entity_id, photo(home / "valve-closed.png", "#c63"))
+    office.sync(30)
     app_vm.status.syncNow()
     see(run, window, "valve-closed.png", timeout=20)
     # Not on this device: the tile shows the server's thumbnail, fetched on demand.

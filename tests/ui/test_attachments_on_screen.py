@@ -80,15 +80,6 @@ def photo(path: Path, colour: str = "#3a7") -> Path:
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The person's home with a Pictures folder (where the dialog opens)."""
-    home = tmp_path / "home"
-    (home / "Pictures").mkdir(parents=True)
-    monkeypatch.setenv("HOME", str(home))
-    return home
-
-
-@pytest.fixture
 def editor(
     run: Runner, open_window: Open, store: Store, home: Path
 ) -> tuple[AppViewModel, QQuickWindow, str]:

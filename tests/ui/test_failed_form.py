@@ -12,30 +12,15 @@ import json
 import uuid
 from pathlib import Path
 
-from app.events import EventBus
 from app.states import Reason
 from app.store.queue import Outcome
 from app.store.store import Store
 from server.embedded import EmbeddedServer
-from tests.ui import test_sync_e2e
-from tests.ui.conftest import Open, Runner, mark_synced
+from tests.ui.conftest import Device, Open, Runner, mark_synced
 from tests.ui.qml_driver import click, find, screenshot, shown_texts, shows, type_into
-from tests.ui.test_sync_e2e import EngineRun, make_engine
-from ui.services import Services
-
-# The real server and the engine runner of the sync end-to-end tests, shared.
-server = test_sync_e2e.server
-engines = test_sync_e2e.engines
 
 
-def refused_by_the_server(
-    run: Runner,
-    store: Store,
-    bus: EventBus,
-    services: Services,
-    server: EmbeddedServer,
-    engines: EngineRun,
-) -> int:
+def refused_by_the_server(run: Runner, store: Store, server: EmbeddedServer, device: Device) -> int:
     """A create whose title the server refuses (as an older app version could have queued
     it: the payload is changed under the queue), delivered to the real server until dead."""
     entity_id = str(uuid.uuid4())
@@ -44,13 +29,13 @@ def refused_by_the_server(
     stored = json.loads(payload)
     stored["fields"]["title"] = "T" * 300
     store.db.execute_sql("UPDATE jobs SET payload = ? WHERE id = ?", (json.dumps(stored), job_id))
-    engine = make_engine(store, bus, services, server.base_url, server.add_device("phone-1"))
-    engines.start(engine)
+    device.sign_in(server, "phone-1")
+    device.start()
     status = lambda: store.db.execute_sql(  # noqa: E731
         "SELECT status FROM jobs WHERE id = ?", (job_id,)
     ).fetchone()[0]
     run.until(lambda: status() == "dead", 15)
-    engines.stop_all()
+    device.stop()
     return job_id
 
 
@@ -63,13 +48,11 @@ def test_a_refused_field_is_fixed_in_the_form_and_retried_under_a_new_key(
     run: Runner,
     open_window: Open,
     store: Store,
-    bus: EventBus,
-    services: Services,
     server: EmbeddedServer,
-    engines: EngineRun,
+    device: Device,
     artifacts: Path,
 ) -> None:
-    job_id = refused_by_the_server(run, store, bus, services, server, engines)
+    job_id = refused_by_the_server(run, store, server, device)
     key_before = key_of(store, job_id)
     app_vm, window = open_window(360, 720)
     app_vm.open("dead")

@@ -12,7 +12,7 @@ import pytest
 import shiboken6
 
 from app.sync.transport import ServerClient
-from server.embedded import EmbeddedServer, start_server
+from server.embedded import EmbeddedServer
 from tests.ui.conftest import Runner
 from tests.ui.qml_driver import check_phone_layout, click, find, screenshot
 from ui.qt import QQmlApplicationEngine
@@ -20,12 +20,6 @@ from ui.services import Services
 from ui.viewmodels.app import AppViewModel
 from ui.viewmodels.review import ReviewViewModel
 from ui.window import load_window
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
-    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as s:
-        yield s
 
 
 def _post(server: EmbeddedServer, token: str, path: str, body: dict[str, Any]) -> dict[str, Any]:

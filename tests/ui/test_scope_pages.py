@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +16,13 @@ import pytest
 
 from PySide6.QtGui import QAccessible  # only the tests read the accessibility tree
 
-from app.events import EventBus
 from app.store.cache import apply_server_records
 from app.store.db import WriteTransaction
 from app.store.scope import Identity, apply_departures, write_identity
 from app.store.store import Store
-from app.sync.scope import Finder
-from app.sync.transport import ServerClient
 from server.embedded import EmbeddedServer
-from tests.ui import test_sync_e2e
-from tests.ui.conftest import Open, Runner
+from tests.sync.sync_support import closed_port_url
+from tests.ui.conftest import Device, Open, Runner
 from tests.ui.qml_driver import (
     click,
     find,
@@ -37,12 +33,8 @@ from tests.ui.qml_driver import (
     type_into,
 )
 from tests.ui.test_accessibility import accessible
-from tests.ui.test_sync_e2e import EngineRun, closed_port_url, make_engine
-from ui.services import Services
 
 Role = QAccessible.Role
-engines = test_sync_e2e.engines
-server = test_sync_e2e.server
 
 
 def pulled(store: Store, *records: dict[str, Any]) -> list[str]:
@@ -88,12 +80,10 @@ def anas_phone(store: Store) -> list[str]:
 
 
 @pytest.fixture
-def with_finder(run: Runner, services: Services, store: Store, bus: EventBus) -> Iterator[None]:
+def with_finder(device: Device) -> None:
     """The real core's Finder, its server out of reach (the discard is the device's own)."""
-    client = ServerClient(closed_port_url(), lambda: "token")
-    services.finder = Finder(store, services.executor, client, bus)
-    yield
-    run(client.aclose())
+    device.token = "token"
+    device.search_on(closed_port_url())
 
 
 def titles(window: Any) -> set[str]:
@@ -220,17 +210,13 @@ def test_no_longer_assigned_with_an_unsent_edit_says_what_happens_and_can_be_dis
 def test_search_page_says_it_needs_a_connection_when_the_server_is_unreachable(
     run: Runner,
     open_window: Open,
-    services: Services,
-    store: Store,
-    bus: EventBus,
-    engines: EngineRun,
+    device: Device,
     with_finder: None,
     artifacts: Path,
 ) -> None:
-    engine = make_engine(store, bus, services, closed_port_url(), "token")
-    services.engine = engine
+    device.connect(closed_port_url(), "token")
     app_vm, window = open_window(360, 720)
-    engines.start(engine)
+    device.start()
     run.until(lambda: app_vm.status.connectivity == "unreachable", 15)
     click(window, find(window, "searchButton"))
     assert app_vm.page == "search"
@@ -246,19 +232,12 @@ def test_search_page_says_it_needs_a_connection_when_the_server_is_unreachable(
 def test_a_search_that_finds_the_server_gone_says_so_instead_of_no_results(
     run: Runner,
     open_window: Open,
-    services: Services,
-    store: Store,
-    bus: EventBus,
     server: EmbeddedServer,
-    engines: EngineRun,
+    device: Device,
 ) -> None:
-    token = server.add_device("phone-ana")
-    engine = make_engine(store, bus, services, server.base_url, token)
-    client = ServerClient(server.base_url, lambda: token)
-    services.engine = engine
-    services.finder = Finder(store, services.executor, client, bus)
+    device.sign_in(server, "phone-ana", finder=True)
     app_vm, window = open_window(360, 720)
-    engines.start(engine)
+    device.start()
     run.until(lambda: app_vm.status.connectivity == "online", 15)
     app_vm.open("search")
     run(app_vm.wait_idle())
@@ -271,7 +250,6 @@ def test_a_search_that_finds_the_server_gone_says_so_instead_of_no_results(
     assert shows(window, "needs a connection to the server. The server is not answering.")
     assert not shows(window, "No work order matches")
     assert not find(window, "serverSearchButton").isEnabled()
-    run(client.aclose())
 
 
 @pytest.mark.parametrize("size", [(360, 720), (1280, 800)], ids=["360x720", "1280x800"])

@@ -17,15 +17,11 @@ import pytest
 
 from PySide6.QtGui import QAccessible  # only the tests read the accessibility tree
 
-from app.events import EventBus
-from app.executor import StoreExecutor
 from app.store.store import Store
 from app.sync.engine import SyncConfig, SyncEngine
-from app.sync.scope import Finder
-from app.sync.transport import ServerClient
 from server.embedded import EmbeddedServer
-from tests.ui import test_sync_e2e
-from tests.ui.conftest import Open, Runner
+from tests.sync.sync_support import closed_port_url
+from tests.ui.conftest import Device, Office, Open, Runner
 from tests.ui.qml_driver import (
     click,
     find,
@@ -37,65 +33,16 @@ from tests.ui.qml_driver import (
     type_into,
 )
 from tests.ui.test_accessibility import accessible
-from tests.ui.test_sync_e2e import EngineRun, closed_port_url, make_engine
-from ui.services import Services
-
-server = test_sync_e2e.server
-engines = test_sync_e2e.engines
 
 Role = QAccessible.Role
 
 
-class Office:
-    """The dispatcher's device: writes work orders and syncs them to the server."""
-
-    def __init__(self, run: Runner, server: EmbeddedServer, data_dir: Path) -> None:
-        self.run = run
-        self.store = Store(data_dir)
-        self.executor = StoreExecutor()
-        self.token = server.add_device("office", "admin")
-        self.url = server.base_url
-
-    def sync(self) -> None:
-        config = SyncConfig(server_url=self.url, reconnect_jitter_s=0)
-        engine = SyncEngine(self.store, config, token=lambda: self.token, executor=self.executor)
-        assert self.run(engine.run_until_idle(20), 30)
-
-    def create(self, **fields: Any) -> str:
-        return self.store.record_edit("create", fields=fields).entity_id
-
-    def update(self, entity_id: str, **fields: Any) -> None:
-        self.store.record_edit("update", entity_id, fields)
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.store.close()
-
-
 @pytest.fixture
-def office(run: Runner, server: EmbeddedServer, tmp_path: Path) -> Iterator[Office]:
-    device = Office(run, server, tmp_path / "office")
-    yield device
-    device.close()
-
-
-@pytest.fixture
-def phone(
-    run: Runner,
-    services: Services,
-    store: Store,
-    bus: EventBus,
-    server: EmbeddedServer,
-    engines: EngineRun,
-) -> Iterator[tuple[Any, str]]:
-    """The phone's engine and finder in the window's services (started by the test)."""
-    token = server.add_device("phone-ana", user="ana", team="north")
-    engine = make_engine(store, bus, services, server.base_url, token)
-    client = ServerClient(server.base_url, lambda: token)
-    services.engine = engine
-    services.finder = Finder(store, services.executor, client, bus)
-    yield engine, token
-    run(client.aclose())
+def phone(server: EmbeddedServer, device: Device) -> Device:
+    """Ana's phone (team north), its engine and search in the window's services; the test
+    starts it."""
+    device.sign_in(server, "phone-ana", user="ana", team="north", finder=True)
+    return device
 
 
 def titles_on_screen(window: Any) -> set[str]:
@@ -106,17 +53,15 @@ def test_filters_show_mine_my_team_and_pinned_each_row_available_offline(
     run: Runner,
     open_window: Open,
     office: Office,
-    phone: tuple[Any, str],
-    engines: EngineRun,
+    phone: Device,
     artifacts: Path,
 ) -> None:
     office.create(title="Replace valve", assignee="ana", team="south")
     office.create(title="Inspect fire doors", assignee="bob", team="north")
     office.create(title="Meter reading", assignee="carl", team="south")  # not in the scope
     office.sync()
-    engine, _ = phone
     app_vm, window = open_window(360, 720)
-    engines.start(engine)
+    phone.start()
     run.until(lambda: app_vm.workOrders.total == 2, 20)
     run.pause(0.2)
 
@@ -162,17 +107,15 @@ def test_keep_offline_in_the_editor_pins_on_the_server_and_the_team_is_beside_th
     run: Runner,
     open_window: Open,
     office: Office,
-    phone: tuple[Any, str],
-    engines: EngineRun,
+    phone: Device,
     server: EmbeddedServer,
     artifacts: Path,
     tmp_path: Path,
 ) -> None:
     entity_id = office.create(title="Replace valve", assignee="ana", team="north")
     office.sync()
-    engine, _ = phone
     app_vm, window = open_window(360, 720)
-    engines.start(engine)
+    phone.start()
     run.until(lambda: app_vm.workOrders.total == 1, 20)
     click(window, find(window, "workOrderRow_0"))
     run.until(lambda: app_vm.editor.loaded)
@@ -237,17 +180,15 @@ def test_search_page_pages_through_the_server_opens_and_keeps_a_result_offline(
     run: Runner,
     open_window: Open,
     office: Office,
-    phone: tuple[Any, str],
-    engines: EngineRun,
+    phone: Device,
     artifacts: Path,
 ) -> None:
     mine = office.create(title="Pump check own", assignee="ana")
     for i in range(30):
         office.create(title=f"Pump check {i:02d}", assignee="carl", team="south")
     office.sync()
-    engine, _ = phone
     app_vm, window = open_window(360, 720)
-    engines.start(engine)
+    phone.start()
     run.until(lambda: app_vm.workOrders.total == 1 and app_vm.status.connectivity == "online", 20)
 
     click(window, find(window, "searchButton"))
@@ -306,20 +247,14 @@ def test_search_page_pages_through_the_server_opens_and_keeps_a_result_offline(
 def test_search_page_says_it_needs_a_connection_when_the_server_is_unreachable(
     run: Runner,
     open_window: Open,
-    services: Services,
-    store: Store,
-    bus: EventBus,
     server: EmbeddedServer,
-    engines: EngineRun,
+    device: Device,
     artifacts: Path,
 ) -> None:
-    token = server.add_device("phone-ana")  # a real token, for a server that is not there
-    engine = make_engine(store, bus, services, closed_port_url(), token)
-    client = ServerClient(closed_port_url(), lambda: token)
-    services.engine = engine
-    services.finder = Finder(store, services.executor, client, bus)
+    # A real token, for a server that is not there.
+    device.connect(closed_port_url(), server.add_device("phone-ana"), finder=True)
     app_vm, window = open_window(360, 720)
-    engines.start(engine)
+    device.start()
     run.until(lambda: app_vm.status.connectivity == "unreachable", 15)
     app_vm.open("search")
     run(app_vm.wait_idle())
@@ -328,37 +263,31 @@ def test_search_page_says_it_needs_a_connection_when_the_server_is_unreachable(
     assert shows(window, "The server is not answering.")
     assert not find(window, "serverSearchButton").isEnabled()
     screenshot(window, artifacts / "scope-search-offline-360x720.png")
-    run(client.aclose())
 
 
 def test_a_work_order_no_longer_assigned_with_an_unsent_edit_says_so_and_leaves_when_sent(
     run: Runner,
     open_window: Open,
     office: Office,
-    phone: tuple[Any, str],
-    engines: EngineRun,
+    phone: Device,
     store: Store,
-    bus: EventBus,
-    services: Services,
     server: EmbeddedServer,
     artifacts: Path,
 ) -> None:
     entity_id = office.create(title="Replace valve", assignee="ana", notes="")
     office.sync()
-    engine, token = phone
     app_vm, window = open_window(360, 720)
-    engines.start(engine)
+    phone.start()
     run.until(lambda: app_vm.workOrders.total == 1, 20)
-    engines.stop_all()
+    phone.stop()
 
     # The worker writes a note offline; meanwhile the office writes another note and hands
     # the job to someone else. The note conflicts: it is held, and the work order stays.
     store.record_edit("update", entity_id, {"notes": "Gasket replaced"})
     office.update(entity_id, notes="Valve ordered, do not open", assignee="carl")
     office.sync()
-    again = make_engine(store, bus, services, server.base_url, token)
-    services.engine = again
-    engines.start(again)
+    phone.connect(server.base_url)
+    phone.start()
     run.until(lambda: app_vm.workOrders.get(0).get("scopeText") == "No longer assigned to you", 20)
     run(app_vm.wait_idle())
     run.pause(0.2)
