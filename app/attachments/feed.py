@@ -23,10 +23,9 @@ _UPSERT = (
     "ON CONFLICT (id) DO UPDATE SET confirmed_at = COALESCE(confirmed_at, excluded.confirmed_at), "
     "upload_offset = size, created_by = COALESCE(created_by, excluded.created_by)"
 )
-_TOMBSTONE = (
-    "UPDATE attachments SET removed_at = COALESCE(removed_at, ?), stored = 0, "
-    "thumbnail_size = NULL, thumbnail_used_at = NULL WHERE id = ?"
-)
+# The thumbnail stays counted until `app.attachments.retention.forget_departed` deletes its
+# file after the page's transaction (the bytes never go inside one).
+_TOMBSTONE = "UPDATE attachments SET removed_at = COALESCE(removed_at, ?), stored = 0 WHERE id = ?"
 _REQUIRED: tuple[tuple[str, type], ...] = (
     ("id", str),
     ("filename", str),

@@ -9,6 +9,7 @@ many attachments share it.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 
@@ -16,9 +17,10 @@ from app.attachments.files import AttachmentFiles
 from app.attachments.model import AttachmentConfig, StorageBudgetFull
 from app.store.db import WriteTransaction, connection
 from app.store.errors import storage_errors
+from app.store.scope import FILE_UNSENT
 from app.store.store import Store
 
-__all__ = ["Retention", "Usage"]
+__all__ = ["Retention", "Usage", "forget_departed"]
 
 # A content file may go when no attachment still needs it unsent: every row naming it is
 # confirmed, removed, or a colleague's.
@@ -28,6 +30,62 @@ _EVICTABLE = (
     "HAVING SUM(mine = 1 AND confirmed_at IS NULL AND removed_at IS NULL) = 0 "
     "ORDER BY kept_since, MIN(created_at), sha256"
 )
+
+
+#: Attachments whose work order is no longer on this device (it left the scope, issue 16),
+#: and removed ones still holding a thumbnail: their rows and bytes go. Never one with a job
+#: still open: such a work order stays until its uploads are delivered.
+_DEPARTED = (
+    "SELECT a.id, a.sha256, a.stored, a.thumbnail_size IS NOT NULL, "
+    "NOT EXISTS (SELECT 1 FROM work_orders AS w WHERE w.id = a.entity_id) AS gone "
+    "FROM attachments AS a WHERE (a.removed_at IS NOT NULL AND a.thumbnail_size IS NOT NULL "
+    "OR NOT EXISTS (SELECT 1 FROM work_orders AS w WHERE w.id = a.entity_id)) "
+    f"AND NOT {FILE_UNSENT}"
+)
+
+
+def forget_departed(store: Store, files: AttachmentFiles) -> int:
+    """Delete the attachments of work orders that left the device (their rows, cached
+    thumbnails and kept files), and the thumbnails of removed ones; returns how many rows.
+
+    The bytes go first, then the rows: a crash between leaves rows that name nothing, which
+    the next call finishes (each step may run twice). A content file shared with an
+    attachment that stays is kept."""
+    with storage_errors(store.path):
+        rows = connection(store.db).execute(_DEPARTED).fetchall()
+    if not rows:
+        return 0
+    gone = [attachment_id for attachment_id, _, _, _, left in rows if left]
+    for attachment_id, _, _, thumbnail, _ in rows:
+        if thumbnail:
+            files.remove_thumbnail(attachment_id)
+    shas = sorted({sha for _, sha, stored, _, left in rows if stored and left})
+    with storage_errors(store.path):
+        kept = {
+            sha
+            for (sha,) in connection(store.db).execute(
+                "SELECT DISTINCT a.sha256 FROM attachments AS a WHERE a.stored = 1 "
+                "AND a.sha256 IN (SELECT value FROM json_each(?)) "
+                "AND EXISTS (SELECT 1 FROM work_orders AS w WHERE w.id = a.entity_id)",
+                (json.dumps(shas),),
+            )
+        }
+    for sha in shas:
+        if sha not in kept:
+            files.remove(sha)
+    with WriteTransaction(store.db, store.path) as conn:
+        conn.execute(
+            "UPDATE attachments SET thumbnail_size = NULL, thumbnail_used_at = NULL "
+            "WHERE removed_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
+            (json.dumps([row[0] for row in rows]),),
+        )
+        conn.execute(
+            "DELETE FROM attachments AS a WHERE a.id IN (SELECT value FROM json_each(?)) "
+            "AND NOT EXISTS (SELECT 1 FROM work_orders AS w WHERE w.id = a.entity_id) "
+            f"AND NOT {FILE_UNSENT}",
+            (json.dumps(gone),),
+        )
+    return len(rows)
 
 
 @dataclass(frozen=True)
@@ -64,7 +122,9 @@ class Retention:
             self._evict_thumbnails(excess)
 
     def sweep(self) -> int:
-        """Delete confirmed files past retention, and files no row names; returns how many."""
+        """Delete confirmed files past retention, the attachments of work orders that left
+        the device, and files no row names; returns how many."""
+        departed = forget_departed(self.store, self.files)
         cutoff = self.store.clock() - self.config.retention_s
         with storage_errors(self.store.path):
             conn = connection(self.store.db)
@@ -82,7 +142,7 @@ class Retention:
                     "SELECT DISTINCT sha256 FROM attachments WHERE stored = 1"
                 )
             }
-        return len(expired) + self.files.sweep_orphans(named, self.store.clock())
+        return departed + len(expired) + self.files.sweep_orphans(named, self.store.clock())
 
     def drop_if_unnamed(self, sha256: str) -> None:
         """Delete a content file no attachment keeps (a failed attach, a removal)."""

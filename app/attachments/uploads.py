@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.attachments.files import AttachmentFiles
+from app.attachments.retention import forget_departed
 from app.states import JobStatus
 from app.store.db import WriteTransaction
 from app.store.jobs import ClaimedJob, Outcome, Stale
+from app.store.scope import remove_departed
 from app.store.store import Store
 
 __all__ = ["UploadLedger", "UploadRow"]
@@ -85,11 +87,20 @@ class UploadLedger:
                 "confirmed_at = COALESCE(confirmed_at, ?) WHERE id = ?",
                 (now, job.payload["attachment_id"]),
             )
-            return self.store.queue.ack(job, Outcome(http_status=http_status))
+            acked = self.store.queue.ack(job, Outcome(http_status=http_status))
+            departed = remove_departed(conn)  # it left the scope and waited for this file
+        if departed:
+            forget_departed(self.store, self.files)
+        return acked
 
     def finished(self, job: ClaimedJob, http_status: int | None = None) -> bool:
         """Nothing (more) to send: removed before it went, or the removal went through."""
-        return self.store.queue.ack(job, Outcome(http_status=http_status))
+        with WriteTransaction(self.store.db, self.store.path) as conn:
+            acked = self.store.queue.ack(job, Outcome(http_status=http_status))
+            departed = remove_departed(conn)
+        if departed:
+            forget_departed(self.store, self.files)
+        return acked
 
     def failed(self, job: ClaimedJob, outcome: Outcome) -> JobStatus | Stale:
         """The server refused it for good: a person retries or removes it."""

@@ -29,6 +29,7 @@ from app.store.jobs import entities_with_open_jobs
 from app.store.settings import read_setting, write_setting
 
 __all__ = [
+    "FILE_UNSENT",
     "IDENTITY_KEY",
     "LIST_SCOPES",
     "NO_LONGER_ASSIGNED",
@@ -148,7 +149,7 @@ def _with_unsent_files(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
     """Which of these work orders have an attachment whose upload (or removal) is still
     queued: a photo taken on a job is as unsent as a typed note."""
     rows = conn.execute(
-        f"SELECT DISTINCT a.entity_id FROM attachments AS a WHERE {_FILE_UNSENT} "
+        f"SELECT DISTINCT a.entity_id FROM attachments AS a WHERE {FILE_UNSENT} "
         "AND a.entity_id IN (SELECT value FROM json_each(?))",
         (json.dumps(ids),),
     )
@@ -157,7 +158,7 @@ def _with_unsent_files(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
 
 #: An attachment of work order ``a.entity_id`` has a job still open (issue 15's uploads are
 #: jobs of their own entity, ``attachment:<id>``, outside the work order's per-entity order).
-_FILE_UNSENT = (
+FILE_UNSENT = (
     "EXISTS (SELECT 1 FROM jobs AS f WHERE f.entity_key = 'attachment:' || a.id "
     "AND f.finished_at IS NULL)"
 )
@@ -185,7 +186,7 @@ REMOVE_DEPARTED = (
     "DELETE FROM work_orders WHERE left_scope_at IS NOT NULL AND NOT EXISTS "
     "(SELECT 1 FROM jobs AS j WHERE j.entity_key = work_orders.id "
     "AND j.finished_at IS NULL) AND NOT EXISTS (SELECT 1 FROM attachments AS a "
-    f"WHERE a.entity_id = work_orders.id AND {_FILE_UNSENT}) RETURNING id"
+    f"WHERE a.entity_id = work_orders.id AND {FILE_UNSENT}) RETURNING id"
 )
 
 
@@ -252,9 +253,10 @@ def keep_requested_pins(conn: sqlite3.Connection, entity_ids: Iterable[str]) -> 
 
 def discard_left_scope(store: Any, entity_id: str) -> list[dict[str, Any]]:
     """The person gives up every unsent edit of a work order that left the scope (pending,
-    failed, in conflict; one being sent right now is left to finish): each is kept in the
-    audit log, and the work order leaves the device once none is left. Returns the edits
-    given up. InvalidEditError when the work order is not one that left the scope."""
+    failed, in conflict; one being sent right now is left to finish), and every upload or
+    removal of its attachments still queued: each is kept in the audit log, and the work
+    order leaves the device once none is left. Returns the edits given up.
+    InvalidEditError when the work order is not one that left the scope."""
     with WriteTransaction(store.db, store.path) as conn:
         row = conn.execute(
             "SELECT left_scope_at FROM work_orders WHERE id = ?", (entity_id,)
@@ -262,6 +264,12 @@ def discard_left_scope(store: Any, entity_id: str) -> list[dict[str, Any]]:
         if row is None or row[0] is None:
             raise InvalidEditError(f"work order {entity_id} is not one that left this device")
         entries: list[dict[str, Any]] = store.queue.discard_after(entity_id, 0)
+        for (attachment_id,) in conn.execute(
+            f"SELECT a.id FROM attachments AS a WHERE a.entity_id = ? AND {FILE_UNSENT} "
+            "ORDER BY a.created_at, a.id",
+            (entity_id,),
+        ).fetchall():
+            entries += store.queue.discard_after(f"attachment:{attachment_id}", 0)
         store.cache.restore_visible(entity_id, store.clock())
         remove_departed(conn)
     return entries

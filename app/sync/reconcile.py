@@ -10,12 +10,15 @@ closed with the server's record.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.attachments.feed import apply_feed_attachments, feed_attachment_problem
+from app.attachments.files import AttachmentFiles
+from app.attachments.retention import forget_departed
 from app.executor import StoreExecutor
 from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
@@ -68,14 +71,16 @@ def _check(reply: Reply, what: str) -> dict[str, Any]:
 @dataclass(frozen=True)
 class PageApplied:
     """What one page did: ids that took the server's values, how many records were kept for
-    local edits, how many were news (a version the device did not hold), and the work
-    orders that left the scope: removed, or kept for their unsent edits."""
+    local edits, how many were news (a version the device did not hold), the work orders
+    that left the scope (removed, or kept for their unsent edits), and those whose
+    attachments the page added or removed (a colleague's photo leaves the version alone)."""
 
     changed: set[str]
     kept_local: int
     news: int
     removed: set[str] = field(default_factory=set)
     kept_unsent: set[str] = field(default_factory=set)
+    attachments: set[str] = field(default_factory=set)
 
 
 def apply_page(
@@ -93,13 +98,25 @@ def apply_page(
     with WriteTransaction(store.db, store.path) as conn:
         news = _news(conn, records)
         changed = apply_server_records(conn, records, now)
-        apply_feed_attachments(conn, records, attachments, now)
+        with_files = apply_feed_attachments(conn, records, attachments, now)
         returned_to_scope(conn, ids)
         keep_requested_pins(conn, ids)
         removed, kept = apply_departures(conn, departures, now)
         removed |= remove_departed(conn)
+        with_files = _held(conn, with_files)
         write_setting(store, SYNC_TOKEN_KEY, token)
-    return PageApplied(changed, len(set(ids) - changed), news, removed, kept)
+    return PageApplied(changed, len(set(ids) - changed), news, removed, kept, with_files)
+
+
+def _held(conn: Any, entity_ids: set[str]) -> set[str]:
+    """Which of these work orders the cache holds (a screen shows only those)."""
+    if not entity_ids:
+        return set()
+    rows = conn.execute(
+        "SELECT id FROM work_orders WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(entity_ids)),),
+    )
+    return {row[0] for row in rows}
 
 
 def _news(conn: Any, records: list[dict[str, Any]]) -> int:
@@ -163,6 +180,7 @@ class Reconciler:
         self.page_size = page_size
         self.conflicts = Conflicts(store)
         self.scope = ScopeSync(store, client, executor)
+        self.files = AttachmentFiles(store.data_dir)
 
     async def pull(
         self, report: ReconcileReport, on_page: Callable[[int], None] | None = None
@@ -185,6 +203,7 @@ class Reconciler:
             report.pages += 1
             report.changes += len(changes)
             report.changed_ids |= page.changed | page.removed | page.kept_unsent
+            report.changed_ids |= page.attachments
             report.kept_local += page.kept_local
             report.received += page.news
             report.left_scope += len(departures)
@@ -195,7 +214,10 @@ class Reconciler:
                 on_page(report.changes)
             token = str(next_token)
             if not body.get("has_more"):
-                return
+                break
+        # Work orders gone from the device (this pull, or an ack or upload since) take their
+        # attachments' rows, thumbnails and kept files with them.
+        await self.executor.run(forget_departed, self.store, self.files)
 
     async def revalidate(
         self,

@@ -1,0 +1,198 @@
+"""Attachments when their work order leaves the device's scope (issues 15 and 16), through the
+real server on loopback: a colleague's photo leaves with the work order (row, thumbnail,
+budget); a photo of this device not yet uploaded keeps the work order ("No longer assigned to
+you") until it is delivered or the person gives it up, and then it leaves."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.attachments import Attachments
+from app.attachments.retention import Retention, Usage
+from app.events import EventBus
+from app.executor import StoreExecutor
+from app.states import AttachmentState
+from app.store.store import Store
+from app.sync.reconcile import ReconcileReport
+from app.sync.scope import Finder
+from app.sync.transport import ServerClient
+from server.embedded import EmbeddedServer, start_server
+from tests.attachments.test_real_server import jpeg, served
+from tests.support.api import ServerApi
+from tests.sync.sync_support import close_engine_thread, make_engine, make_store, sync_until_idle
+
+pytest.importorskip("PIL")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as up:
+        yield up
+
+
+@pytest.fixture
+def office(tmp_path: Path) -> Iterator[Store]:
+    """The office's own device (an admin's: it holds every work order)."""
+    with make_store(tmp_path / "office") as opened:
+        yield opened
+
+
+@pytest.fixture
+def ana(server: EmbeddedServer) -> str:
+    """A worker's phone: the person ana, in team north."""
+    return server.add_device("ana-phone", user="ana", team="north")
+
+
+@pytest.fixture
+def boss(server: EmbeddedServer) -> str:
+    return server.add_device("office", "admin", user="office")
+
+
+@pytest.fixture
+def admin_api(server: EmbeddedServer, boss: str) -> Iterator[ServerApi]:
+    api = ServerApi(server.base_url, boss)
+    yield api
+    api.close()
+
+
+def reassign(api: ServerApi, entity_id: str, assignee: str) -> None:
+    record = api.client.get(f"/v1/records/{entity_id}").json()["record"]
+    reply = api.update(entity_id, record["version"], assignee=assignee)
+    assert reply.status_code == 200, reply.text
+
+
+async def pull_only(store: Store, server: EmbeddedServer, token: str) -> ReconcileReport:
+    """One pull with nothing sent first (uploads wait for their turn)."""
+    engine = make_engine(store, server.base_url, token)
+    try:
+        return await engine.reconciler.run()
+    finally:
+        await engine.client.aclose()
+        close_engine_thread(engine)
+
+
+async def thumbnail_of(store: Store, server: EmbeddedServer, token: str, attachment_id: str) -> Any:
+    viewer = make_engine(store, server.base_url, token)
+    try:
+        return await viewer.uploader.thumbnail(attachment_id)
+    finally:
+        await viewer.client.aclose()
+        close_engine_thread(viewer)
+
+
+def attachment_rows(store: Store) -> list[tuple[Any, ...]]:
+    return store.read("SELECT id, entity_id FROM attachments ORDER BY id")
+
+
+def usage(store: Store) -> Usage:
+    files = Attachments(store)
+    return Retention(store, files.files, files.config).usage()
+
+
+async def test_a_colleagues_photo_leaves_with_its_work_order(
+    tmp_path: Path,
+    store: Store,
+    office: Store,
+    server: EmbeddedServer,
+    ana: str,
+    boss: str,
+    admin_api: ServerApi,
+) -> None:
+    order = admin_api.create(title="Pump", assignee="ana")
+    stays = admin_api.create(title="Fence", assignee="ana")
+    await sync_until_idle(office, server.base_url, boss)
+    photo = Attachments(office).attach(order["id"], jpeg(tmp_path / "pump.jpg"))
+    other = Attachments(office).attach(stays["id"], jpeg(tmp_path / "fence.jpg"))
+    await sync_until_idle(office, server.base_url, boss)
+
+    await sync_until_idle(store, server.base_url, ana)
+    assert [v.id for v in Attachments(store).list_for(order["id"])] == [photo.id]
+    thumbnail = await thumbnail_of(store, server, ana, photo.id)
+    kept_thumbnail = await thumbnail_of(store, server, ana, other.id)
+    assert thumbnail is not None
+    assert thumbnail.exists()
+    assert usage(store).thumbnails > 0
+
+    reassign(admin_api, order["id"], "bo")
+    await sync_until_idle(store, server.base_url, ana)
+
+    assert store.cache.get(order["id"]) is None
+    assert attachment_rows(store) == [(other.id, stays["id"])], "the row left with it"
+    assert not thumbnail.exists(), "and its cached thumbnail"
+    assert kept_thumbnail.exists(), "a work order that stays keeps its thumbnail"
+    assert usage(store) == Usage(0, 0, kept_thumbnail.stat().st_size), "budget freed"
+
+
+async def test_an_unsent_photo_keeps_its_work_order_until_it_is_uploaded(
+    tmp_path: Path,
+    store: Store,
+    server: EmbeddedServer,
+    ana: str,
+    boss: str,
+    admin_api: ServerApi,
+) -> None:
+    order = admin_api.create(title="Pump", assignee="ana")
+    await sync_until_idle(store, server.base_url, ana)
+    attachments = Attachments(store)
+    view = attachments.attach(order["id"], jpeg(tmp_path / "seal.jpg"))
+    reassign(admin_api, order["id"], "bo")
+
+    report = await pull_only(store, server, ana)
+    assert (report.left_scope, report.kept_unsent) == (1, 1)
+    row = store.cache.get(order["id"])
+    assert row is not None
+    assert row["no_longer_assigned"] is True
+    waiting = attachments.get(view.id)
+    assert waiting is not None
+    assert waiting.state is AttachmentState.WAITING
+    assert waiting.local_path is not None
+
+    await sync_until_idle(store, server.base_url, ana)
+    reply = served(server, boss, view.id)
+    assert reply.status_code == 200, "the photo reached the server"
+    assert hashlib.sha256(reply.content).hexdigest() == view.sha256
+    assert store.cache.get(order["id"]) is None, "then the work order left"
+    assert attachment_rows(store) == []
+    assert not waiting.local_path.exists(), "and the photo's copy with it"
+    assert usage(store) == Usage(0, 0, 0)
+
+
+async def test_giving_up_an_unsent_photo_of_a_work_order_that_left_removes_it(
+    tmp_path: Path,
+    store: Store,
+    server: EmbeddedServer,
+    ana: str,
+    boss: str,
+    admin_api: ServerApi,
+) -> None:
+    order = admin_api.create(title="Pump", assignee="ana")
+    await sync_until_idle(store, server.base_url, ana)
+    view = Attachments(store).attach(order["id"], jpeg(tmp_path / "seal.jpg"))
+    reassign(admin_api, order["id"], "bo")
+    await pull_only(store, server, ana)
+    assert store.cache.get(order["id"]) is not None
+
+    client = ServerClient(server.base_url, lambda: ana)
+    executor = StoreExecutor()
+    events: list[Any] = []
+    bus = EventBus()
+    bus.subscribe(events.append)
+    try:
+        [entry] = await Finder(store, executor, client, bus).discard_edits(order["id"])
+    finally:
+        await client.aclose()
+        executor.submit(store.db.close)
+        executor.shutdown()
+    assert entry["payload"]["attachment_id"] == view.id
+    assert store.cache.get(order["id"]) is None
+    assert [event.entity_ids for event in events] == [frozenset({order["id"]})]
+
+    await sync_until_idle(store, server.base_url, ana)
+    assert served(server, boss, view.id).status_code == 404, "never sent"
+    assert attachment_rows(store) == []
+    assert usage(store) == Usage(0, 0, 0)
