@@ -70,7 +70,6 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
         bridge = services.bridge
         connect(bridge.opChanges, self.on_bridge_op_changes)
         connect(bridge.recordsChanged, self.on_bridge_records_changed)
-        connect(bridge.lastSyncChanged, self.on_bridge_last_sync_changed)
         connect(bridge.uploadProgress, self.on_bridge_upload_progress)
         connect(bridge.connectivityChanged, self.on_bridge_connectivity_changed)
 
@@ -185,15 +184,11 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
             self.reload()
 
     def on_bridge_records_changed(self, entity_ids: list[str]) -> None:
-        """A pull brought this work order again (a colleague's photo may have come with it);
-        an empty list means anything may have changed."""
+        """A pull changed this work order or its attachments (a colleague's photo or its
+        removal names the work order, though its version stays); an empty list means
+        anything may have changed."""
         if self._entity_id and (not entity_ids or self._entity_id in entity_ids):
             self.reload()
-
-    def on_bridge_last_sync_changed(self, at: float) -> None:
-        """A sync ended. A colleague's photo arrives with a pull without changing the work
-        order's version, and the pull names no record then: look again (one small read)."""
-        self.reload()
 
     def on_bridge_upload_progress(self, change: dict[str, Any]) -> None:
         """One upload moved: its tile repaints in place; an unknown one of this work order
