@@ -1,4 +1,5 @@
-"""Fixtures of the attachment tests: a store on a temp dir with a clock moved by hand."""
+"""Fixtures of the attachment tests: a store on a temp dir with a clock moved by hand, the
+real server on loopback and a second device."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import pytest
 
 from app.attachments import AttachmentConfig, Attachments
 from app.store.store import Store
+from server.embedded import EmbeddedServer, start_server
 from tests.sync.fake_clock import FakeClock
+from tests.sync.sync_support import make_store
 
 
 @pytest.fixture
@@ -23,6 +26,20 @@ def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
     with Store(
         tmp_path / "device", synchronous="NORMAL", clock=clock.time, rng=random.Random(3)
     ) as opened:
+        yield opened
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+    """The real server on loopback, on SQLite in the temp dir."""
+    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as up:
+        yield up
+
+
+@pytest.fixture
+def phone_b(tmp_path: Path) -> Iterator[Store]:
+    """A second device (a colleague's phone, or the office's)."""
+    with make_store(tmp_path / "device-b") as opened:
         yield opened
 
 

@@ -4,7 +4,6 @@ strip and the list row repaint from that (through the real server on loopback)."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,23 +11,11 @@ import pytest
 from app.attachments import Attachments
 from app.events import RecordsChanged
 from app.store.store import Store
-from server.embedded import EmbeddedServer, start_server
+from server.embedded import EmbeddedServer
 from tests.attachments.test_real_server import jpeg
-from tests.sync.sync_support import close_engine_thread, make_engine, make_store, sync_until_idle
+from tests.sync.sync_support import close_engine_thread, make_engine, sync_until_idle
 
 pytest.importorskip("PIL")
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
-    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as up:
-        yield up
-
-
-@pytest.fixture
-def phone_b(tmp_path: Path) -> Iterator[Store]:
-    with make_store(tmp_path / "device-b") as opened:
-        yield opened
 
 
 async def changes_pulled(store: Store, server: EmbeddedServer, token: str) -> set[str]:

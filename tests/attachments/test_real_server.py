@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -14,11 +13,10 @@ from app.attachments import Attachments
 from app.events import UploadProgress
 from app.states import AttachmentState
 from app.store.store import Store
-from server.embedded import EmbeddedServer, start_server
+from server.embedded import EmbeddedServer
 from tests.sync.sync_support import (
     close_engine_thread,
     make_engine,
-    make_store,
     running,
     sync_until_idle,
     wait_until,
@@ -26,18 +24,6 @@ from tests.sync.sync_support import (
 
 MIB = 1 << 20
 pytest.importorskip("PIL")
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
-    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as up:
-        yield up
-
-
-@pytest.fixture
-def phone_b(tmp_path: Path) -> Iterator[Store]:
-    with make_store(tmp_path / "device-b") as opened:
-        yield opened
 
 
 def jpeg(path: Path, size: tuple[int, int] = (1200, 900)) -> Path:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.attachments import Attachments
+from app.attachments import Attachments, AttachmentView
 from app.attachments.retention import Retention, Usage
 from app.events import EventBus
 from app.executor import StoreExecutor
@@ -21,25 +21,13 @@ from app.store.store import Store
 from app.sync.reconcile import ReconcileReport
 from app.sync.scope import Finder
 from app.sync.transport import ServerClient
-from server.embedded import EmbeddedServer, start_server
+from server.embedded import EmbeddedServer
 from tests.attachments.test_real_server import jpeg, served
 from tests.support.api import ServerApi
-from tests.sync.sync_support import close_engine_thread, make_engine, make_store, sync_until_idle
+from tests.sync.sync_support import close_engine_thread, make_engine, sync_until_idle
+from tests.sync.test_scope_integration import pull_only
 
 pytest.importorskip("PIL")
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
-    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as up:
-        yield up
-
-
-@pytest.fixture
-def office(tmp_path: Path) -> Iterator[Store]:
-    """The office's own device (an admin's: it holds every work order)."""
-    with make_store(tmp_path / "office") as opened:
-        yield opened
 
 
 @pytest.fixture
@@ -66,16 +54,6 @@ def reassign(api: ServerApi, entity_id: str, assignee: str) -> None:
     assert reply.status_code == 200, reply.text
 
 
-async def pull_only(store: Store, server: EmbeddedServer, token: str) -> ReconcileReport:
-    """One pull with nothing sent first (uploads wait for their turn)."""
-    engine = make_engine(store, server.base_url, token)
-    try:
-        return await engine.reconciler.run()
-    finally:
-        await engine.client.aclose()
-        close_engine_thread(engine)
-
-
 async def thumbnail_of(store: Store, server: EmbeddedServer, token: str, attachment_id: str) -> Any:
     viewer = make_engine(store, server.base_url, token)
     try:
@@ -83,6 +61,22 @@ async def thumbnail_of(store: Store, server: EmbeddedServer, token: str, attachm
     finally:
         await viewer.client.aclose()
         close_engine_thread(viewer)
+
+
+Left = tuple[dict[str, Any], AttachmentView, ReconcileReport]
+
+
+@pytest.fixture
+async def left_with_photo(
+    tmp_path: Path, store: Store, server: EmbeddedServer, ana: str, admin_api: ServerApi
+) -> Left:
+    """A work order of ana's with a photo taken on her phone, reassigned by the office and
+    pulled again before the photo went: the work order, the photo, the pull's report."""
+    order = admin_api.create(title="Pump", assignee="ana")
+    await sync_until_idle(store, server.base_url, ana)
+    view = Attachments(store).attach(order["id"], jpeg(tmp_path / "seal.jpg"))
+    reassign(admin_api, order["id"], "bo")
+    return order, view, await pull_only(store, server, ana)
 
 
 def attachment_rows(store: Store) -> list[tuple[Any, ...]]:
@@ -97,7 +91,7 @@ def usage(store: Store) -> Usage:
 async def test_a_colleagues_photo_leaves_with_its_work_order(
     tmp_path: Path,
     store: Store,
-    office: Store,
+    phone_b: Store,
     server: EmbeddedServer,
     ana: str,
     boss: str,
@@ -105,10 +99,10 @@ async def test_a_colleagues_photo_leaves_with_its_work_order(
 ) -> None:
     order = admin_api.create(title="Pump", assignee="ana")
     stays = admin_api.create(title="Fence", assignee="ana")
-    await sync_until_idle(office, server.base_url, boss)
-    photo = Attachments(office).attach(order["id"], jpeg(tmp_path / "pump.jpg"))
-    other = Attachments(office).attach(stays["id"], jpeg(tmp_path / "fence.jpg"))
-    await sync_until_idle(office, server.base_url, boss)
+    await sync_until_idle(phone_b, server.base_url, boss)
+    photo = Attachments(phone_b).attach(order["id"], jpeg(tmp_path / "pump.jpg"))
+    other = Attachments(phone_b).attach(stays["id"], jpeg(tmp_path / "fence.jpg"))
+    await sync_until_idle(phone_b, server.base_url, boss)
 
     await sync_until_idle(store, server.base_url, ana)
     assert [v.id for v in Attachments(store).list_for(order["id"])] == [photo.id]
@@ -129,20 +123,10 @@ async def test_a_colleagues_photo_leaves_with_its_work_order(
 
 
 async def test_an_unsent_photo_keeps_its_work_order_until_it_is_uploaded(
-    tmp_path: Path,
-    store: Store,
-    server: EmbeddedServer,
-    ana: str,
-    boss: str,
-    admin_api: ServerApi,
+    store: Store, server: EmbeddedServer, ana: str, boss: str, left_with_photo: Left
 ) -> None:
-    order = admin_api.create(title="Pump", assignee="ana")
-    await sync_until_idle(store, server.base_url, ana)
+    order, view, report = left_with_photo
     attachments = Attachments(store)
-    view = attachments.attach(order["id"], jpeg(tmp_path / "seal.jpg"))
-    reassign(admin_api, order["id"], "bo")
-
-    report = await pull_only(store, server, ana)
     assert (report.left_scope, report.kept_unsent) == (1, 1)
     row = store.cache.get(order["id"])
     assert row is not None
@@ -163,18 +147,9 @@ async def test_an_unsent_photo_keeps_its_work_order_until_it_is_uploaded(
 
 
 async def test_giving_up_an_unsent_photo_of_a_work_order_that_left_removes_it(
-    tmp_path: Path,
-    store: Store,
-    server: EmbeddedServer,
-    ana: str,
-    boss: str,
-    admin_api: ServerApi,
+    store: Store, server: EmbeddedServer, ana: str, boss: str, left_with_photo: Left
 ) -> None:
-    order = admin_api.create(title="Pump", assignee="ana")
-    await sync_until_idle(store, server.base_url, ana)
-    view = Attachments(store).attach(order["id"], jpeg(tmp_path / "seal.jpg"))
-    reassign(admin_api, order["id"], "bo")
-    await pull_only(store, server, ana)
+    order, view, _ = left_with_photo
     assert store.cache.get(order["id"]) is not None
 
     client = ServerClient(server.base_url, lambda: ana)
