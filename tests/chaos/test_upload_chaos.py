@@ -15,6 +15,8 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -35,6 +37,7 @@ from tests.chaos.uploads import (
     make_files,
     resent_bytes,
 )
+from tests.support.postgres import running_postgres
 from tests.support.serve import ServerProcess
 
 UPLOADS = "/v1/uploads/"
@@ -242,15 +245,43 @@ def test_the_device_sigkilled_mid_upload_resumes_from_the_server(
     _check_resent(resent, 3)
 
 
+@dataclass(frozen=True)
+class UploadServers:
+    """Where the server-kill test's servers keep their data: a SQLite file with its files
+    beside it (one process, restarted), or PostgreSQL with two processes sharing one
+    attachments directory (a kill moves the device to the other process)."""
+
+    backend: str
+    db_url: str
+    attachments_dir: Path
+
+    def start(self, proxy: FaultProxy) -> Restarts:
+        if self.backend == "sqlite":
+            return Restarts(self.db_url, proxy)
+        args = ("--attachments-dir", str(self.attachments_dir))
+        return Restarts(self.db_url, proxy, *args, standby=True)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def upload_servers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[UploadServers]:
+    (tmp_path / "server").mkdir()
+    if request.param == "sqlite":
+        db_url = f"sqlite:///{tmp_path / 'server' / 'server.sqlite3'}"
+        yield UploadServers("sqlite", db_url, tmp_path / "server" / "attachments")
+        return
+    with running_postgres() as cluster:
+        db_url = cluster.create_database("uploads")
+        yield UploadServers("postgresql", db_url, tmp_path / "server" / "shared-attachments")
+
+
 def test_the_server_sigkilled_mid_patch_loses_at_most_the_chunk(
-    tmp_path: Path, chaos_seed: int
+    tmp_path: Path, upload_servers: UploadServers, chaos_seed: int
 ) -> None:
     rng = random.Random(chaos_seed)
-    db_url = f"sqlite:///{tmp_path / 'server' / 'server.sqlite3'}"
-    (tmp_path / "server").mkdir()
+    db_url = upload_servers.db_url
     seen = PatchSeen()
     proxy = FaultProxy(("127.0.0.1", 9), seen)
-    servers = Restarts(db_url, proxy)
+    servers = upload_servers.start(proxy)
     proxy.set_upstream(servers.upstream())
     proxy.start()
     try:
@@ -260,13 +291,17 @@ def test_the_server_sigkilled_mid_patch_loses_at_most_the_chunk(
         assert device.wait(90) == 0, device.output()
         records = proxy.snapshot()
         problems = audit_uploads(db_url, servers.current.base_url, token, device.data_dir,
-                                 attached)  # fmt: skip
+                                 attached, upload_servers.attachments_dir)  # fmt: skip
     finally:
         proxy.stop()
         servers.stop()
     resent = resent_bytes(records, SIZES)
-    _figures("upload_server_kills", chaos_seed, resent, problems, server_kills=servers.kills,
-             kills_during_a_patch=during)  # fmt: skip
+    name, more = "upload_server_kills", {}
+    if upload_servers.backend != "sqlite":
+        name = f"upload_server_kills_{upload_servers.backend}_two_processes"
+        more = {"backend": upload_servers.backend, "server_processes": 2}
+    _figures(name, chaos_seed, resent, problems, server_kills=servers.kills,
+             kills_during_a_patch=during, **more)  # fmt: skip
     assert problems == [], problems
     assert servers.kills == 3
     assert during == 3

@@ -117,9 +117,15 @@ def resent_bytes(records: list[RequestRecord], sizes: tuple[int, ...]) -> Resent
 
 
 def audit_uploads(
-    db_url: str, base_url: str, token: str, data_dir: Path, attached: list[AttachmentView]
+    db_url: str,
+    base_url: str,
+    token: str,
+    data_dir: Path,
+    attached: list[AttachmentView],
+    attachments_dir: Path | None = None,
 ) -> list[str]:
-    """Everything wrong, in words (empty: the promise holds)."""
+    """Everything wrong, in words (empty: the promise holds). ``attachments_dir``: the
+    server's files (default: beside its SQLite database)."""
     problems: list[str] = []
     wanted = {view.id: view for view in attached}
     entity_ids = {view.entity_id for view in attached}
@@ -162,7 +168,9 @@ def audit_uploads(
         if len(found) != 1 or not found[0].complete:
             problems.append(f"server: uploads of {attachment_id}: {[u.complete for u in found]}")
     problems += _bytes_read_back(base_url, token, attached)
-    problems += _disk(Path(db_url.removeprefix("sqlite:///")).parent / "attachments", attached)
+    if attachments_dir is None:
+        attachments_dir = Path(db_url.removeprefix("sqlite:///")).parent / "attachments"
+    problems += _disk(attachments_dir, attached)
     return problems
 
 
