@@ -174,8 +174,10 @@ class ScopeEntry(_Base):
     One row per (key, work order) that ever met: `seq` is the last change number that touched
     the pair, `present` whether the work order is in the key now. Keys are `u:<user>`
     (assignee or creator), `t:<team>`, `p:<user>` (pinned) and `d:<device id>` (stamps of a
-    device whose own scope changed). The feed reads `(key, seq)`; writes find a work order's
-    keys by `entity_id`.
+    device whose own scope changed). The feed reads `(key, seq)` ranges from an index that
+    also holds `entity_id`, so a page reads a few index pages of its keys and never the
+    table's rows, scattered as they are over all work orders; writes find a work order's keys
+    by `entity_id`.
     """
 
     key = pw.CharField(max_length=210)
@@ -186,7 +188,7 @@ class ScopeEntry(_Base):
 
     class Meta:
         primary_key = pw.CompositeKey("key", "entity_id")
-        indexes = ((("key", "seq"), False), (("entity_id",), False))
+        indexes = ((("key", "seq", "entity_id"), False), (("entity_id",), False))
 
 
 class Pin(_Base):

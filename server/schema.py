@@ -66,9 +66,26 @@ def _step1_people_and_teams(db: pw.Database, tables: Tables) -> None:
     devices.update(user_name=devices.name).where(devices.user_name == "").execute()
 
 
-#: (number, step) in order. Append only; never edit a released step.
+def _step4_covering_feed_index(db: pw.Database, tables: Tables) -> None:
+    """The feed's `scope_entry (key, seq)` index gains `entity_id`, which the feed reads too.
+
+    Without it every change of a page is a lookup in the table, whose rows of one key lie
+    scattered among all the others: at a million work orders a worker's first sync read
+    600 pages more there than at ten thousand. The index with the column is created before
+    the narrower one goes, so no moment is left without one."""
+    table = tables.ScopeEntry._meta.table_name
+    db.execute_sql(
+        f'CREATE INDEX IF NOT EXISTS "{table}_key_seq_entity_id" '
+        f'ON "{table}" ("key", "seq", "entity_id")'
+    )
+    db.execute_sql(f'DROP INDEX IF EXISTS "{table}_key_seq"')
+
+
+#: (number, step) in order. Append only; never edit a released step. Numbers need not be
+#: contiguous: each step is applied once, whichever landed first.
 STEPS: list[tuple[int, Step]] = [
     (1, _step1_people_and_teams),
+    (4, _step4_covering_feed_index),
 ]
 
 

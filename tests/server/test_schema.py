@@ -5,9 +5,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from server.database import open_store
 from server.embedded import start_server
 from tests.support.api import ServerApi
+from tests.support.postgres import PostgresCluster
 
 # The two tables as a server before teams created them.
 _BEFORE_TEAMS = """
@@ -51,3 +54,60 @@ def test_an_older_database_gains_team_and_users(tmp_path: Path) -> None:
         finally:
             admin.close()
     open_store(url).close()  # a second start finds every step applied
+
+
+def _as_before_the_covering_index(url: str) -> None:
+    """Put the feed index back as a server before step 4 left it, step row and all."""
+    store = open_store(url)
+    try:
+        db = store.db
+        db.execute_sql('DROP INDEX "scope_entry_key_seq_entity_id"')
+        db.execute_sql('CREATE INDEX "scope_entry_key_seq" ON "scope_entry" ("key", "seq")')
+        steps = store.tables.SchemaStep
+        steps.delete().where(steps.step == 4).execute()
+    finally:
+        store.close()
+
+
+def _feed_indexes(url: str) -> dict[str, list[str]]:
+    store = open_store(url)
+    try:
+        return {
+            index.name: index.columns
+            for index in store.db.get_indexes("scope_entry")
+            if index.name.startswith("scope_entry_key")
+        }
+    finally:
+        store.close()
+
+
+def test_an_older_database_gets_the_covering_feed_index(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    _as_before_the_covering_index(url)
+    assert _feed_indexes(url) == {"scope_entry_key_seq_entity_id": ["key", "seq", "entity_id"]}
+    with start_server(url) as server:
+        admin = ServerApi(server.base_url, server.add_device("office", "admin"))
+        worker = ServerApi(server.base_url, server.add_device("ana", "worker"))
+        try:
+            admin.create(title="Pump", assignee="ana")
+            assert [change["title"] for change in worker.all_changes()] == ["Pump"]
+        finally:
+            admin.close()
+            worker.close()
+    # The feed's range reads the index alone, never the table's scattered rows.
+    with sqlite3.connect(tmp_path / "server.sqlite3") as connection:
+        plan = connection.execute(
+            'EXPLAIN QUERY PLAN SELECT "entity_id", "seq" FROM "scope_entry" '
+            'WHERE "key" = ? AND "seq" > ? ORDER BY "seq" LIMIT 200',
+            ("u:ana", 0),
+        ).fetchall()
+    assert "COVERING INDEX scope_entry_key_seq_entity_id" in " ".join(str(row) for row in plan)
+
+
+@pytest.mark.postgres
+def test_an_older_postgres_database_gets_the_covering_feed_index(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_database("fieldsync_covering_index")
+    _as_before_the_covering_index(url)
+    assert _feed_indexes(url) == {"scope_entry_key_seq_entity_id": ["key", "seq", "entity_id"]}
