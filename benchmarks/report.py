@@ -463,11 +463,33 @@ def render_scope(runs: dict[str, Run]) -> str:
                 f"({label}, {int(large):,} work orders): one server process "
                 f"{rate(g['one_process_edits_per_s'])} edits/s, two "
                 f"{rate(g['two_processes_edits_per_s'])} edits/s, scaling ratio "
-                f"{g['scaling_ratio']}×."
+                f"{g['scaling_ratio']}×." + _goodput_cpu(g)
             )
     mode = "Quick" if run["metadata.quick"] else "Full"
     note = f" {run['metadata.note']}" if run["metadata.note"] else ""
     return "\n\n".join(parts) + f"\n\n{mode} run.{note}\n{measured(run)}\n"
+
+
+def _goodput_cpu(goodput: dict[str, Any]) -> str:
+    """Where the drain's CPU went and what PostgreSQL waited on, per server-process count
+    (runs that predate the probe have neither)."""
+    said = []
+    for workers, runs in goodput["samples"].items():
+        probed = [one for one in runs if "cpu" in one]
+        if not probed:
+            continue
+        one = probed[0]
+        waits = one["postgresql_waits"]["active_share_by_wait"]
+        locks = sum(share for name, share in waits.items() if name.startswith("Lock:"))
+        said.append(
+            f"{workers} process{'es' if workers != '1' else ''}: CPU per edit "
+            f"{one['server_cpu_ms_per_edit']} ms in the server, "
+            f"{one.get('postgresql_cpu_ms_per_edit')} ms in PostgreSQL, "
+            f"{one['devices_cpu_ms_per_edit']} ms in the devices; the machine busy "
+            f"{one['cpu']['machine_busy_cores']} of {one['cpu']['machine_cores']} cores; "
+            f"PostgreSQL's active backends waiting on a lock {locks:.0%} of the time"
+        )
+    return (" " + "; ".join(said) + ".") if said else ""
 
 
 CHAOS_RUNS = (("chaos", "`make test`"), ("chaos-large", "`make chaos`"))

@@ -16,14 +16,21 @@ is `fieldsync-server serve` in its own process (`--log-level warning`, rate limi
 - first sync: a fresh device (the real store and engine, `run_until_idle`) of `new-worker`
   pulls its scope (target < 2 s), beside a fresh admin device pulling everything from the same
   server; the time from the engine's start to idle, median of several runs, and each pull is
-  checked to have cached exactly the work orders of its scope.
+  checked to have cached exactly the work orders of its scope. Both sizes' servers run at
+  once and the worker's pulls alternate between them, so a busy moment of a shared machine
+  falls on both sizes, not on one (the ratio compares like with like).
 - steady-state feed: a synced device's `GET /v1/changes?since=<its token>` on one kept-alive
   connection, every other query after one new change in its scope (made by an admin between
   queries, not timed): p50 and p99 of the round trip, for the worker and for the admin.
 - goodput (PostgreSQL, the larger size): 50 worker devices (in 5 processes of 10), each with
   offline creates in its own scope, start draining at the same instant against
   `serve --workers 1` and `--workers 2`, interleaved; edits acknowledged per second from the
-  first start to the last acknowledgement, and the ratio 2 processes / 1.
+  first start to the last acknowledgement, and the ratio 2 processes / 1. Runs alternate
+  1 2 2 1 …; beside each, the CPU seconds of the server processes, PostgreSQL and the device
+  processes, the machine's busy cores (every program on it), and what PostgreSQL's backends
+  waited on (`cpu_probe.py`): whether a second process had a core to run on.
+
+`--seed-cache DIR` keeps the seeded SQLite databases for the next run (`seed_cache.py`).
 """
 
 from __future__ import annotations
@@ -51,8 +58,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_device import DeviceChild, engine_config  # noqa: E402
 from bench_server import ServerProcess  # noqa: E402
+from cpu_probe import CpuWindow, PostgresWaits, postmaster_pid, tree  # noqa: E402
 from results_file import add_json_option, write_results  # noqa: E402
 from seed import NEW_WORKER, Population, provision, seed_work_orders  # noqa: E402
+from seed_cache import cached_seed, keep_seed  # noqa: E402
 
 from app.events import EventBus, SyncProgress  # noqa: E402
 from app.store.store import Store  # noqa: E402
@@ -251,9 +260,16 @@ def _touch(client: httpx.Client, token: str, entity_id: str, versions: dict[str,
 
 
 def goodput(
-    root: Path, base_url: str, devices: list[dict[str, str]], edits: int
-) -> dict[str, float]:
-    """Edits per second acknowledged by all `devices` draining at once."""
+    root: Path,
+    server: WorkersServer,
+    devices: list[dict[str, str]],
+    edits: int,
+    postgres_pid: int | None = None,
+) -> dict[str, Any]:
+    """Edits per second acknowledged by all `devices` draining at once; beside it, the CPU
+    seconds the server processes, PostgreSQL and the devices used meanwhile, the machine's
+    busy cores, and what PostgreSQL's backends waited on (`cpu_probe.py`)."""
+    base_url = server.base_url
     step = DEVICES_PER_PROCESS
     groups = [devices[i : i + step] for i in range(0, len(devices), step)]
     run_dir = Path(tempfile.mkdtemp(prefix="drain-", dir=root))
@@ -277,9 +293,18 @@ def goodput(
             children.append(DeviceChild(command, listing.with_suffix(".stderr"), dict(os.environ)))
         for child in children:
             child.expect("ready")
-        for child in children:  # as close to one instant as one process can make it
-            child.send()
-        finished = [child.expect("done")["devices"] for child in children]
+        probed = {
+            "server": lambda: tree(server.pid),
+            "devices": lambda: set().union(*(tree(child.pid) for child in children)),
+            **({"postgresql": lambda: tree(postgres_pid)} if postgres_pid else {}),
+        }
+        window = CpuWindow(probed)
+        with PostgresWaits(server.db_url) as waits:
+            window.start()
+            for child in children:  # as close to one instant as one process can make it
+                child.send()
+            finished = [child.expect("done")["devices"] for child in children]
+            cpu = window.stop()
     finally:
         for child in children:
             child.close()
@@ -288,7 +313,13 @@ def goodput(
     if total != edits * len(devices):
         raise RuntimeError(f"{total} of {edits * len(devices)} edits acknowledged")
     span = max(row["finished"] for row in rows) - min(row["started"] for row in rows)
-    return {"edits": total, "seconds": round(span, 3), "edits_per_s": round(total / span, 1)}
+    per_edit = {
+        f"{name.removesuffix('_cpu_s')}_cpu_ms_per_edit": round(1000 * value / total, 3)
+        for name, value in cpu.items()
+        if name.endswith("_cpu_s")
+    }
+    return {"edits": total, "seconds": round(span, 3), "edits_per_s": round(total / span, 1),
+            "cpu": cpu, **per_edit, "postgresql_waits": waits.summary()}  # fmt: skip
 
 
 # -- one backend ----------------------------------------------------------------------------
@@ -298,90 +329,173 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def bench_size(
-    root: Path, db_url: str, size: int, plan: Plan, large: bool, say: Callable[[str], None]
-) -> dict[str, Any]:
-    started = time.perf_counter()
+@dataclass
+class Seeded:
+    """One size's server database, seeded and provisioned, with what the seed recorded."""
+
+    size: int
+    db_url: str
+    population: Population
+    tokens: dict[str, str]
+    mine: list[str]  # new-worker's work orders
+    figures: dict[str, Any]
+
+
+def seed_size(
+    root: Path, db_url: str, size: int, cache: Path | None, say: Callable[[str], None]
+) -> Seeded:
+    """Seed and provision `db_url` with `size` work orders (SQLite: from `cache` when it
+    holds this size for this code, see `seed_cache.py`)."""
     population = Population(work_orders=size)
-    seeded = seed_work_orders(db_url, population)
-    seed_s = time.perf_counter() - started
-    say(f"  seeded {seeded['work_orders']:,} work orders in {seed_s:.1f} s")
-    tokens = provision(db_url, population)
-    workdir = Path(tempfile.mkdtemp(prefix="server-", dir=root))
-    figures: dict[str, Any] = {
-        "work_orders": size,
-        "seed_s": round(seed_s, 2),
-        "seed_rows_per_s": round(size / seed_s),
-    }
-    with ServerProcess(workdir, db_url=db_url) as server:
-        admin_runs = plan.admin_runs_large if large else plan.runs
-        worker = [first_sync(root, server.base_url, tokens[NEW_WORKER])]
+    sqlite_path = Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite") else None
+    recorded = cached_seed(cache, size, sqlite_path) if cache and sqlite_path else None
+    from_cache = recorded is not None
+    if recorded is None:
+        started = time.perf_counter()
+        seeded = seed_work_orders(db_url, population)
+        recorded = {"seed_s": time.perf_counter() - started, "mine": seeded["new_worker_ids"],
+                    "tokens": provision(db_url, population)}  # fmt: skip
+        if cache and sqlite_path:
+            keep_seed(cache, size, sqlite_path, recorded)
+        say(f"  seeded {size:,} work orders in {recorded['seed_s']:.1f} s")
+    else:
+        say(f"  {size:,} work orders from the seed cache (seeded in {recorded['seed_s']:.1f} s)")
+    seed_s = float(recorded["seed_s"])
+    figures = {"work_orders": size, "seed_s": round(seed_s, 2),
+               "seed_rows_per_s": round(size / seed_s), "seed_from_cache": from_cache}  # fmt: skip
+    return Seeded(size, db_url, population, recorded["tokens"], recorded["mine"], figures)
+
+
+def worker_first_syncs(
+    root: Path, seeded: list[Seeded], servers: list[ServerProcess], plan: Plan
+) -> list[list[Pull]]:
+    """new-worker's first syncs against each size's server in turn (small, large, small, …),
+    so that both sizes meet the same moments of a busy machine."""
+    pulls = [[first_sync(root, server.base_url, one.tokens[NEW_WORKER])]
+             for one, server in zip(seeded, servers, strict=True)]  # fmt: skip
+    runs = []
+    for index, one in enumerate(seeded):
         # A server whose feed is not scoped sends the worker everything: as slow as the
         # admin's pull, so it is run as often.
-        scoped = worker[0].cached == population.new_worker_orders
-        runs = plan.runs if scoped else admin_runs
-        worker += [first_sync(root, server.base_url, tokens[NEW_WORKER]) for _ in range(runs - 1)]
-        # A device applying a million records takes many minutes: above `admin_device_max`
-        # the admin's pull is the feed paged over HTTP alone (measured at every size).
-        on_device = size <= plan.admin_device_max
-        admin = [first_sync(root, server.base_url, tokens["admin"])
-                 for _ in range(admin_runs if on_device else 0)]  # fmt: skip
-        admin_http_s, paged = http_pull(server.base_url, tokens["admin"])
-        if paged != size:
-            raise RuntimeError(f"the admin's feed paged {paged} work orders, not {size}")
-        for pull, who, wanted in [*((p, "worker", population.new_worker_orders) for p in worker),
-                                  *((p, "admin", size) for p in admin)]:  # fmt: skip
-            if pull.cached != (wanted if who == "admin" or scoped else size):
-                raise RuntimeError(f"the {who}'s first sync cached {pull.cached} work orders")
-        say(f"  first sync: worker {median([p.total_s for p in worker]):.2f} s, admin "
-            f"{median([p.total_s for p in admin]) if admin else 'n/a'} s on a device, "
-            f"{admin_http_s:.2f} s over HTTP alone")  # fmt: skip
-        mine = seeded["new_worker_ids"]
-        figures["first_sync"] = {
-            "worker_work_orders": population.new_worker_orders,
-            "worker_cached": worker[0].cached,
-            "feed_scoped": scoped,
-            "worker_s_median": round(median([p.total_s for p in worker]), 3),
-            "worker_pull_s_median": round(median([p.pull_s for p in worker]), 3),
-            "admin_work_orders": size,
-            "admin_s_median": round(median([p.total_s for p in admin]), 3) if admin else None,
-            "admin_pull_s_median": round(median([p.pull_s for p in admin]), 3) if admin else None,
-            "admin_http_pull_s": round(admin_http_s, 3),
-            "worker_runs": len(worker),
-            "admin_runs": len(admin),
-            "samples": {
-                "worker_s": [round(p.total_s, 3) for p in worker],
-                "admin_s": [round(p.total_s, 3) for p in admin],
-            },  # fmt: skip
-        }
-        figures["steady_feed"] = {
-            "worker": steady_feed(server.base_url, tokens[NEW_WORKER], tokens["admin"], mine,
-                                  plan.feed_queries),
-            "admin": steady_feed(server.base_url, tokens["admin"], tokens["admin"], mine,
-                                 plan.feed_queries, since=counter_token(db_url)),
-        }  # fmt: skip
-    figures["drain_devices"] = [
-        {"name": name, "token": tokens[name], "user": user, "team": team}
-        for name, user, team in population.drain_devices(DRAIN_DEVICES)
-    ]
+        scoped = pulls[index][0].cached == one.population.new_worker_orders
+        large = index == len(seeded) - 1
+        runs.append(plan.runs if scoped else (plan.admin_runs_large if large else plan.runs))
+    for turn in range(1, max(runs)):
+        for index, (one, server) in enumerate(zip(seeded, servers, strict=True)):
+            if turn < runs[index]:
+                pulls[index].append(first_sync(root, server.base_url, one.tokens[NEW_WORKER]))
+    return pulls
+
+
+def measure_size(
+    root: Path,
+    one: Seeded,
+    server: ServerProcess,
+    worker: list[Pull],
+    plan: Plan,
+    large: bool,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The admin's pulls and the steady-state feed of one size, beside the worker's pulls."""
+    size, population, tokens = one.size, one.population, one.tokens
+    figures = dict(one.figures)
+    scoped = worker[0].cached == population.new_worker_orders
+    admin_runs = plan.admin_runs_large if large else plan.runs
+    # A device applying a million records takes many minutes: above `admin_device_max`
+    # the admin's pull is the feed paged over HTTP alone (measured at every size).
+    on_device = size <= plan.admin_device_max
+    admin = [first_sync(root, server.base_url, tokens["admin"])
+             for _ in range(admin_runs if on_device else 0)]  # fmt: skip
+    admin_http_s, paged = http_pull(server.base_url, tokens["admin"])
+    if paged != size:
+        raise RuntimeError(f"the admin's feed paged {paged} work orders, not {size}")
+    for pull, who, wanted in [*((p, "worker", population.new_worker_orders) for p in worker),
+                              *((p, "admin", size) for p in admin)]:  # fmt: skip
+        if pull.cached != (wanted if who == "admin" or scoped else size):
+            raise RuntimeError(f"the {who}'s first sync cached {pull.cached} work orders")
+    say(f"  {size:,}: first sync: worker {median([p.total_s for p in worker]):.2f} s, admin "
+        f"{median([p.total_s for p in admin]) if admin else 'n/a'} s on a device, "
+        f"{admin_http_s:.2f} s over HTTP alone")  # fmt: skip
+    figures["first_sync"] = {
+        "worker_work_orders": population.new_worker_orders,
+        "worker_cached": worker[0].cached,
+        "feed_scoped": scoped,
+        "worker_s_median": round(median([p.total_s for p in worker]), 3),
+        "worker_pull_s_median": round(median([p.pull_s for p in worker]), 3),
+        "admin_work_orders": size,
+        "admin_s_median": round(median([p.total_s for p in admin]), 3) if admin else None,
+        "admin_pull_s_median": round(median([p.pull_s for p in admin]), 3) if admin else None,
+        "admin_http_pull_s": round(admin_http_s, 3),
+        "worker_runs": len(worker),
+        "admin_runs": len(admin),
+        "samples": {
+            "worker_s": [round(p.total_s, 3) for p in worker],
+            "admin_s": [round(p.total_s, 3) for p in admin],
+        },  # fmt: skip
+    }
+    figures["steady_feed"] = {
+        "worker": steady_feed(server.base_url, tokens[NEW_WORKER], tokens["admin"], one.mine,
+                              plan.feed_queries),
+        "admin": steady_feed(server.base_url, tokens["admin"], tokens["admin"], one.mine,
+                             plan.feed_queries, since=counter_token(one.db_url)),
+    }  # fmt: skip
     return figures
 
 
+def bench_backend(
+    root: Path, by_size: dict[int, str], plan: Plan, cache: Path | None, say: Callable[[str], None]
+) -> tuple[dict[str, Any], list[Seeded]]:
+    """Both sizes of one backend: seeded first, then both servers up at once while the
+    worker's first syncs alternate between them; then each size's other figures."""
+    seeded = []
+    for size in plan.sizes:
+        say(f"  seeding {size:,} work orders")
+        seeded.append(seed_size(root, by_size[size], size, cache, say))
+    servers = [ServerProcess(Path(tempfile.mkdtemp(prefix="server-", dir=root)), db_url=one.db_url)
+               for one in seeded]  # fmt: skip
+    try:
+        for server in servers:
+            server.start(timeout=120.0)
+        pulls = worker_first_syncs(root, seeded, servers, plan)
+        figures = {
+            str(one.size): measure_size(root, one, server, worker, plan, index == 1, say)
+            for index, (one, server, worker) in enumerate(zip(seeded, servers, pulls, strict=True))
+        }
+    finally:
+        for server in servers:
+            server.stop()
+    return figures, seeded
+
+
+def drain_order(runs: int) -> list[int]:
+    """Server-process counts in turn, 1 2 2 1 1 2 …: each run leaves the database a little
+    larger and its devices more to pull, so neither count always goes first."""
+    return [workers for run in range(runs) for workers in ((1, 2) if run % 2 == 0 else (2, 1))]
+
+
 def bench_goodput(
-    root: Path, db_url: str, devices: list[dict[str, str]], plan: Plan, say: Callable[[str], None]
+    root: Path,
+    db_url: str,
+    devices: list[dict[str, str]],
+    plan: Plan,
+    say: Callable[[str], None],
+    postgres_pid: int | None = None,
 ) -> dict[str, Any]:
-    samples: dict[str, list[dict[str, float]]] = {"1": [], "2": []}
-    for _ in range(plan.drain_runs):
-        for workers in (1, 2):
-            workdir = Path(tempfile.mkdtemp(prefix="server-", dir=root))
-            server = WorkersServer(workdir, db_url, workers)
-            server.start(timeout=120.0)  # N processes importing at once, on a busy machine
-            try:
-                result = goodput(root, server.base_url, devices, plan.drain_edits)
-            finally:
-                server.stop()
-            samples[str(workers)].append(result)
-            say(f"  goodput, {workers} server process(es): {result['edits_per_s']:,.0f} edits/s")
+    samples: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
+    for workers in drain_order(plan.drain_runs):
+        workdir = Path(tempfile.mkdtemp(prefix="server-", dir=root))
+        server = WorkersServer(workdir, db_url, workers)
+        server.start(timeout=120.0)  # N processes importing at once, on a busy machine
+        try:
+            result = goodput(root, server, devices, plan.drain_edits, postgres_pid)
+        finally:
+            server.stop()
+        samples[str(workers)].append(result)
+        cpu = result["cpu"]
+        say(f"  goodput, {workers} server process(es): {result['edits_per_s']:,.0f} edits/s; "
+            f"CPU s: server {cpu['server_cpu_s']}, PostgreSQL {cpu.get('postgresql_cpu_s')}, "
+            f"devices {cpu['devices_cpu_s']}; machine busy {cpu['machine_busy_cores']} of "
+            f"{cpu['machine_cores']} cores")  # fmt: skip
     one = median([s["edits_per_s"] for s in samples["1"]])
     two = median([s["edits_per_s"] for s in samples["2"]])
     return {
@@ -395,22 +509,28 @@ def bench_goodput(
 
 
 @contextmanager
-def databases(root: Path, sizes: tuple[int, int]) -> Iterator[dict[str, dict[int, str]]]:
-    """Empty databases for each backend and size (PostgreSQL left out, said so, if absent)."""
+def databases(
+    root: Path, sizes: tuple[int, int]
+) -> Iterator[tuple[dict[str, dict[int, str]], int | None]]:
+    """Empty databases for each backend and size (PostgreSQL left out, said so, if absent),
+    and the PostgreSQL server's process id (for its CPU seconds)."""
     urls: dict[str, dict[int, str]] = {
         "sqlite": {size: f"sqlite:///{root / f'scope-{size}.sqlite3'}" for size in sizes}
     }
     try:
         with running_postgres(durable=True) as cluster:
             urls["postgresql"] = {size: cluster.create_database(f"scope_{size}") for size in sizes}
-            yield urls
+            yield urls, postmaster_pid(cluster.data)
     except PostgresUnavailable as error:
         print(f"PostgreSQL skipped: {error}", file=sys.stderr)
-        yield urls
+        yield urls, None
 
 
 def run(
-    plan: Plan, say: Callable[[str], None], done: Callable[[dict[str, Any]], None]
+    plan: Plan,
+    say: Callable[[str], None],
+    done: Callable[[dict[str, Any]], None],
+    cache: Path | None = None,
 ) -> dict[str, Any]:
     """Every backend, PostgreSQL first (the deployment the issue measures); `done(backends)`
     after each, so a long run leaves what it measured so far."""
@@ -418,20 +538,20 @@ def run(
     small, large = plan.sizes
     with tempfile.TemporaryDirectory(prefix="fieldsync-scope-") as scratch:
         root = Path(scratch)
-        with databases(root, plan.sizes) as urls:
+        with databases(root, plan.sizes) as (urls, postgres_pid):
             for backend in sorted(urls, key=lambda name: name != "postgresql"):
                 by_size = urls[backend]
-                figures: dict[str, Any] = {}
-                for size in plan.sizes:
-                    say(f"{backend}, {size:,} work orders")
-                    figures[str(size)] = bench_size(
-                        root, by_size[size], size, plan, size == large, say
-                    )
-                devices = figures[str(large)].pop("drain_devices")
-                figures[str(small)].pop("drain_devices")
+                say(f"{backend}")
+                figures, seeded = bench_backend(root, by_size, plan, cache, say)
                 if backend == "postgresql":
                     say(f"{backend}: {DRAIN_DEVICES} devices draining at once")
-                    figures["goodput"] = bench_goodput(root, by_size[large], devices, plan, say)
+                    tokens = seeded[-1].tokens
+                    devices = [{"name": name, "token": tokens[name], "user": user, "team": team}
+                               for name, user, team
+                               in seeded[-1].population.drain_devices(DRAIN_DEVICES)]  # fmt: skip
+                    figures["goodput"] = bench_goodput(
+                        root, by_size[large], devices, plan, say, postgres_pid
+                    )
                 small_s = figures[str(small)]["first_sync"]["worker_s_median"]
                 large_s = figures[str(large)]["first_sync"]["worker_s_median"]
                 figures["worker_first_sync_large_vs_small"] = round(large_s / small_s, 3)
@@ -468,6 +588,17 @@ def print_table(results: dict[str, Any]) -> None:
             print(f"goodput, {g['devices']} devices: 1 process {g['one_process_edits_per_s']:,} "
                   f"edits/s, 2 processes {g['two_processes_edits_per_s']:,} edits/s, "
                   f"ratio {g['scaling_ratio']}")  # fmt: skip
+            for workers, runs in g["samples"].items():
+                for one in runs:
+                    cpu = one["cpu"]
+                    waits = one["postgresql_waits"]["active_share_by_wait"]
+                    top = ", ".join(f"{name} {share:.0%}" for name, share in [*waits.items()][:3])
+                    print(f"  {workers} process(es): {one['edits_per_s']:,} edits/s; CPU ms/edit "
+                          f"server {one['server_cpu_ms_per_edit']}, PostgreSQL "
+                          f"{one.get('postgresql_cpu_ms_per_edit')}, devices "
+                          f"{one['devices_cpu_ms_per_edit']}; machine busy "
+                          f"{cpu['machine_busy_cores']} of {cpu['machine_cores']} cores; "
+                          f"PostgreSQL active: {top}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -478,6 +609,11 @@ def main(argv: list[str] | None = None) -> int:
         help="work orders of the larger server (default 1,000,000; 10,000 quick)",
     )  # fmt: skip
     parser.add_argument("--note", default="", help="said beside the figures (e.g. the code)")
+    parser.add_argument(
+        "--seed-cache", type=Path, default=None, metavar="DIR",
+        help="keep seeded SQLite databases here and reuse them while the seed and the server"
+        " schema are unchanged (seed_cache.py); PostgreSQL is always seeded",
+    )  # fmt: skip
     add_json_option(parser, "scope_bench")
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
@@ -501,6 +637,9 @@ def main(argv: list[str] | None = None) -> int:
                 "drain_devices": "50 new workers without a team, each creating its edits",
                 "runs": plan.runs,
                 "statistic": "median (first sync); p50/p99 (feed)",
+                "first_sync_order": "both sizes' servers up at once, the worker's first syncs "
+                "alternating between them",
+                "drain_order": drain_order(plan.drain_runs),
                 "server": "separate process (fieldsync-server serve), loopback",
                 "server_flags": "--log-level warning --rate-limit-per-second 0",
                 "postgresql": "throwaway cluster, durable settings",
@@ -513,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             write_results("scope_bench", results_of(backends), args.json)
 
-    backends = run(plan, lambda line: print(line, file=sys.stderr, flush=True), keep)
+    backends = run(plan, lambda line: print(line, file=sys.stderr, flush=True), keep,
+                   args.seed_cache)  # fmt: skip
     results = results_of(backends)
     print_table(results)
     if args.json:
