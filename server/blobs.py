@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 
 import platformdirs
 
+from app.disk import file_sha256, fsync_dir
 from server.settings import Settings
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
 ]
 
 THUMBNAIL_PX = 256
-_READ = 1024 * 1024
 
 
 class UploadBusy(Exception):
@@ -57,22 +57,6 @@ def attachments_root(settings: Settings) -> Path:
     if parsed.scheme == "sqlite" and path and path != ":memory:":
         return Path(path).parent / "attachments"
     return Path(platformdirs.user_data_dir("fieldsync-server", appauthor=False)) / "attachments"
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while piece := stream.read(_READ):
-            digest.update(piece)
-    return digest.hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class BlobStore:
@@ -100,7 +84,7 @@ class BlobStore:
         path = self.partial_path(upload_id)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o640)
         os.close(fd)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
     @contextlib.contextmanager
     def writing(self, upload_id: str) -> Iterator[int]:
@@ -125,8 +109,8 @@ class BlobStore:
         blob = self.blob_path(sha256)
         blob.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self.partial_path(upload_id), blob)
-        _fsync_dir(blob.parent)
-        _fsync_dir(self.partial_path(upload_id).parent)
+        fsync_dir(blob.parent)
+        fsync_dir(self.partial_path(upload_id).parent)
         return blob
 
     def partial_files(self) -> list[Path]:

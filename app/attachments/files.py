@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from app.attachments.model import in_mib
+from app.disk import fsync_dir
 from app.store.errors import InvalidEditError, StorageFullError, StoreError
 
-__all__ = ["AttachmentFiles", "StoredFile", "fsync_dir"]
+__all__ = ["AttachmentFiles", "StoredFile"]
 
 _PIECE = 1 << 20
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
@@ -36,15 +37,6 @@ class StoredFile:
     sha256: str
     size: int
     path: Path
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a rename or a new entry in ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class AttachmentFiles:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 
+from app.disk import file_sha256
 from app.states import Reason
 from app.sync.errors import parse_retry_after
 from app.sync.transport import ServerClient
@@ -226,15 +227,6 @@ def chunk_checksum(path: Path, offset: int, length: int) -> str:
     for piece in _read_range(path, offset, length):
         digest.update(piece)
     return "sha256 " + base64.b64encode(digest.digest()).decode()
-
-
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a whole file, read in pieces."""
-    digest = hashlib.sha256()
-    with path.open("rb") as source:
-        while piece := source.read(MIB):
-            digest.update(piece)
-    return digest.hexdigest()
 
 
 async def _pieces(path: Path, offset: int, length: int) -> AsyncIterator[bytes]:
