@@ -36,6 +36,7 @@ __all__ = [
     "server_record_problem",
     "validate_create",
     "validate_patch",
+    "work_order_defaults",
 ]
 
 #: Version of the mutation payload shape stored in queued jobs. A migration that changes the
@@ -181,6 +182,16 @@ def server_record_problem(record: object) -> str | None:
 def validate_create(fields: dict[str, Any]) -> dict[str, Any]:
     """Validate a full record; return it in JSON form with defaults filled in."""
     return WorkOrder.model_validate(fields).model_dump(mode="json")
+
+
+def work_order_defaults() -> dict[str, Any]:
+    """The editable fields a create may leave out (all but the title), in JSON form, with the
+    values `validate_create` fills in for them."""
+    return {
+        name: field.default
+        for name, field in WorkOrder.model_fields.items()
+        if not field.is_required()
+    }
 
 
 def validate_patch(fields: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from app.records import work_order_defaults
 from server.database import open_store
 from server.mutations import now_iso
 
@@ -20,14 +21,7 @@ __all__ = ["seed_work_orders"]
 
 _DEFAULTS: dict[str, Any] = {
     "title": "Work order",
-    "site": "",
-    "status": "open",
-    "priority": "normal",
-    "notes": "",
-    "assignee": "",
-    "team": "",
-    "due_date": None,
-    "deleted": False,
+    **work_order_defaults(),
     "created_by": "",
     "updated_by": "seed",
 }

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from app.records import (
+    EDITABLE_FIELDS,
     Mutation,
     ValidationError,
     format_validation_error,
     validate_create,
     validate_patch,
+    work_order_defaults,
 )
 
 
@@ -26,6 +28,14 @@ def test_create_fills_defaults_and_keeps_tabs_and_line_breaks() -> None:
         "due_date": None,
         "deleted": False,
     }
+
+
+def test_the_defaults_are_what_a_create_fills_in_for_every_field_but_the_title() -> None:
+    defaults = work_order_defaults()
+    assert set(defaults) == set(EDITABLE_FIELDS) - {"title"}
+    assert validate_create({"title": "Pump check"}) == {"title": "Pump check", **defaults}
+    defaults["status"] = "done"
+    assert work_order_defaults()["status"] == "open"
 
 
 @pytest.mark.parametrize("text", ["a\x00b", "bell\x07", "esc\x1b[31m", "del\x7f"])

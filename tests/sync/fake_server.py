@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from app.records import work_order_defaults
+
 __all__ = ["FakeServer", "record"]
 
 Scripted = httpx.Response | Exception | Callable[[httpx.Request], httpx.Response]
@@ -20,14 +22,7 @@ def record(entity_id: str, version: int = 1, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "id": entity_id,
         "title": "Replace pump seal",
-        "site": "",
-        "status": "open",
-        "priority": "normal",
-        "notes": "",
-        "assignee": "",
-        "team": "",
-        "due_date": None,
-        "deleted": False,
+        **work_order_defaults(),
         "version": version,
         "updated_at": "2024-05-01T10:00:00.000Z",
         "updated_by": "office",

@@ -21,6 +21,7 @@ from app.store.db import WriteTransaction
 from app.store.scope import Identity, apply_departures, write_identity
 from app.store.store import Store
 from server.embedded import EmbeddedServer
+from tests.sync.fake_server import record as server_record
 from tests.sync.sync_support import closed_port_url
 from tests.ui.conftest import Device, Open, Runner
 from tests.ui.qml_driver import (
@@ -40,22 +41,8 @@ Role = QAccessible.Role
 def pulled(store: Store, *records: dict[str, Any]) -> list[str]:
     """Work orders as the pull stores them from the server's feed."""
     full = [
-        {
-            "id": str(uuid.uuid4()),
-            "site": "",
-            "status": "open",
-            "priority": "normal",
-            "notes": "",
-            "assignee": "",
-            "team": "",
-            "due_date": None,
-            "deleted": False,
-            "version": 1,
-            "updated_at": "2026-12-01T08:00:00Z",
-            "updated_by": "office",
-            **record,
-        }
-        for record in records
+        server_record(str(uuid.uuid4()), updated_at="2026-12-01T08:00:00Z", **fields)
+        for fields in records
     ]
     with WriteTransaction(store.db, store.path) as conn:
         apply_server_records(conn, full, store.clock())
