@@ -21,7 +21,7 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import uvicorn
 from fastapi import FastAPI
@@ -36,7 +36,7 @@ from server.auth import (
     revoke_device,
     set_device,
 )
-from server.database import open_store
+from server.database import Store, open_store
 from server.idempotency import prune_expired
 from server.listen import listening_socket, uvicorn_config
 from server.logs import configure_logging, log_event
@@ -123,13 +123,16 @@ def _parser() -> argparse.ArgumentParser:
     add = command("add-device", "provision a device and print its token once")
     add.add_argument("--name", required=True)
     add.add_argument("--role", choices=ROLES, default="worker")
-    add.add_argument("--user", default=None, help="the person using it (default: the name)")
-    add.add_argument("--team", default="", help="the person's team (default: none)")
+    _person_options(
+        add,
+        "the person using it (default: the name)",
+        "the person's team (default: none)",
+        team_default="",
+    )
 
     change = command("set-device", "change a device's user or team")
     change.add_argument("name")
-    change.add_argument("--user", default=None, help="the person now using it")
-    change.add_argument("--team", default=None, help='their team ("" for none)')
+    _person_options(change, "the person now using it", 'their team ("" for none)')
 
     revoke = command("revoke-device", "revoke a device's token")
     revoke.add_argument("name")
@@ -138,6 +141,14 @@ def _parser() -> argparse.ArgumentParser:
     prune = command("prune-keys", "delete expired idempotency keys now")
     prune.add_argument("--key-retention-days", type=float, default=30.0)
     return parser
+
+
+def _person_options(
+    sub: argparse.ArgumentParser, user_help: str, team_help: str, team_default: str | None = None
+) -> None:
+    """`--user` and `--team`: who uses a device; `None` is "not given"."""
+    sub.add_argument("--user", default=None, help=user_help)
+    sub.add_argument("--team", default=team_default, help=team_help)
 
 
 def _positive_int(text: str) -> int:
@@ -209,6 +220,36 @@ def _serve(args: argparse.Namespace, db_url: str) -> int:
     return 0
 
 
+def _add_device(store: Store, args: argparse.Namespace) -> int:
+    try:
+        token = add_device(store, args.name, args.role, user=args.user, team=args.team)
+    except DeviceExistsError:
+        print(f"device {args.name!r} already exists", file=sys.stderr)
+        return 1
+    print(f"Added {args.role} device {args.name!r}. Its token (shown only now):")
+    print(token)
+    return 0
+
+
+def _set_device(store: Store, args: argparse.Namespace) -> int:
+    if args.user is None and args.team is None:
+        print("set-device: give --user, --team or both", file=sys.stderr)
+        return 2
+    changed = set_device(store, args.name, user=args.user, team=args.team)
+    if changed is None:
+        print(f"no device named {args.name!r}", file=sys.stderr)
+        return 1
+    print(f"Device {changed.name!r}: user {changed.user!r}, team {changed.team!r}.")
+    return 0
+
+
+#: The commands that say who uses a device (checked by the rules), by what they do to it.
+_PERSON_COMMANDS: dict[str, tuple[str, Callable[[Store, argparse.Namespace], int]]] = {
+    "add-device": ("add", _add_device),
+    "set-device": ("change", _set_device),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     db_url = args.db or default_db_url()
@@ -216,31 +257,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args, db_url)
     store = open_store(db_url)
     try:
-        if args.command == "add-device":
+        if args.command in _PERSON_COMMANDS:
+            action, run = _PERSON_COMMANDS[args.command]
             try:
-                token = add_device(store, args.name, args.role, user=args.user, team=args.team)
-            except DeviceExistsError:
-                print(f"device {args.name!r} already exists", file=sys.stderr)
-                return 1
-            except ValueError as error:
-                print(f"cannot add device: {error}", file=sys.stderr)
+                return run(store, args)
+            except ValueError as error:  # a name, user or team the rules refuse
+                print(f"cannot {action} device: {error}", file=sys.stderr)
                 return 2
-            print(f"Added {args.role} device {args.name!r}. Its token (shown only now):")
-            print(token)
-        elif args.command == "set-device":
-            if args.user is None and args.team is None:
-                print("set-device: give --user, --team or both", file=sys.stderr)
-                return 2
-            try:
-                changed = set_device(store, args.name, user=args.user, team=args.team)
-            except ValueError as error:
-                print(f"cannot change device: {error}", file=sys.stderr)
-                return 2
-            if changed is None:
-                print(f"no device named {args.name!r}", file=sys.stderr)
-                return 1
-            print(f"Device {changed.name!r}: user {changed.user!r}, team {changed.team!r}.")
-        elif args.command == "revoke-device":
+        if args.command == "revoke-device":
             if not revoke_device(store, args.name):
                 print(f"no active device named {args.name!r}", file=sys.stderr)
                 return 1

@@ -92,6 +92,20 @@ def test_a_team_with_control_characters_is_refused(
     assert "team must not contain control characters" in capsys.readouterr().err
 
 
+def test_set_device_refuses_what_add_device_refuses_and_keeps_the_device(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["add-device", "--db", sqlite_url, "--name", "phone-1", "--team", "north"]) == 0
+    capsys.readouterr()
+    assert main(["set-device", "--db", sqlite_url, "phone-1", "--team", "a\x07b"]) == 2
+    assert "cannot change device: team must not contain control characters" in (
+        capsys.readouterr().err
+    )
+    main(["list-devices", "--db", sqlite_url])
+    [row] = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert (row[0], row[4], row[5]) == ("phone-1", "phone-1", "north")
+
+
 def test_set_device_changes_the_user_and_team(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
