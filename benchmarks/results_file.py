@@ -15,6 +15,8 @@ import os
 import platform
 import socket
 import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -68,3 +70,30 @@ def add_json_option(parser: argparse.ArgumentParser, name: str) -> None:
         metavar="FILE",
         help=f"write the results here (alone: benchmarks/results/{name}.json)",
     )
+
+
+class RunWindow:
+    """When a run started and the machine's load then; `metadata()` adds where both ended.
+    A shared machine's other work moves every figure, so each run's results say it."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.load_start = os.getloadavg()[0]
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "load_average_1m": {"start": self.load_start, "end": os.getloadavg()[0]},
+            "elapsed_s": round(time.perf_counter() - self.started, 1),
+        }
+
+
+def publish(
+    name: str,
+    results: dict[str, Any],
+    print_table: Callable[[dict[str, Any]], None],
+    path: Path | None,
+) -> None:
+    """Print a run's table; with `--json` (`path`), write its results and say where."""
+    print_table(results)
+    if path:
+        print(f"wrote {write_results(name, results, path)}")

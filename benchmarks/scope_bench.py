@@ -59,7 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_device import DeviceChild, engine_config  # noqa: E402
 from bench_server import ServerProcess  # noqa: E402
 from cpu_probe import CpuWindow, PostgresWaits, postmaster_pid, tree  # noqa: E402
-from results_file import add_json_option, write_results  # noqa: E402
+from results_file import RunWindow, add_json_option, publish, write_results  # noqa: E402
 from seed import NEW_WORKER, Population, provision, seed_work_orders  # noqa: E402
 from seed_cache import cached_seed, keep_seed  # noqa: E402
 
@@ -619,8 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = QUICK if args.quick else FULL
     if args.large:
         plan = dataclasses.replace(plan, sizes=(plan.sizes[0], args.large))
-    started = time.perf_counter()
-    load_start = os.getloadavg()[0]
+    window = RunWindow()
 
     def results_of(backends: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -643,8 +642,7 @@ def main(argv: list[str] | None = None) -> int:
                 "server": "separate process (fieldsync-server serve), loopback",
                 "server_flags": "--log-level warning --rate-limit-per-second 0",
                 "postgresql": "throwaway cluster, durable settings",
-                "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
-                "elapsed_s": round(time.perf_counter() - started, 1),
+                **window.metadata(),
             },
         }
 
@@ -655,9 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     backends = run(plan, lambda line: print(line, file=sys.stderr, flush=True), keep,
                    args.seed_cache)  # fmt: skip
     results = results_of(backends)
-    print_table(results)
-    if args.json:
-        print(f"wrote {write_results('scope_bench', results, args.json)}")
+    publish("scope_bench", results, print_table, args.json)
     return 0
 
 

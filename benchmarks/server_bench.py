@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -42,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import ServerProcess  # noqa: E402
-from results_file import add_json_option, write_results  # noqa: E402
+from results_file import RunWindow, add_json_option, publish  # noqa: E402
 
 from app.records import validate_create  # noqa: E402
 from server.database import Store, open_store  # noqa: E402
@@ -320,8 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs or (3 if args.quick else 5)
     single, batch, pings = (200, 2_000, 100) if args.quick else (1_000, 10_000, 300)
 
-    started = time.perf_counter()
-    load_start = os.getloadavg()[0]  # other work on the machine skews every figure
+    window = RunWindow()
     backends: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="fieldsync-bench-") as scratch:
         workdir = Path(scratch)
@@ -355,13 +353,10 @@ def main(argv: list[str] | None = None) -> int:
             "postgresql": "throwaway cluster, durable settings"
             if backends["postgresql"]
             else "unavailable",
-            "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
-            "elapsed_s": round(time.perf_counter() - started, 1),
+            **window.metadata(),
         },
     }
-    print_table(results)
-    if args.json:
-        print(f"wrote {write_results('server_bench', results, args.json)}")
+    publish("server_bench", results, print_table, args.json)
     return 0
 
 

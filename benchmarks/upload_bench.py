@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_device import DeviceChild  # noqa: E402
 from bench_server import ServerProcess, temp_dir  # noqa: E402
-from results_file import add_json_option, write_results  # noqa: E402
+from results_file import RunWindow, add_json_option, publish  # noqa: E402
 from rss import RssSampler  # noqa: E402
 
 from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo, cut_body  # noqa: E402
@@ -369,8 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = QUICK if args.quick else FULL
     if args.runs:
         plan = Plan(args.runs, plan.size, plan.rss_size)
-    started = time.perf_counter()
-    load_start = os.getloadavg()[0]
+    window = RunWindow()
     results = run(plan, args.seed, lambda line: print(line, file=sys.stderr, flush=True))
     results["metadata"] = {
         "mode": "quick" if args.quick else "full",
@@ -379,12 +378,9 @@ def main(argv: list[str] | None = None) -> int:
         "statistic": "median",
         "seed": args.seed,
         "server": "benchmarks/upload_server.py (the app + a bare PUT sink), SQLite, loopback",
-        "load_average_1m": {"start": load_start, "end": os.getloadavg()[0]},
-        "elapsed_s": round(time.perf_counter() - started, 1),
+        **window.metadata(),
     }
-    print_table(results)
-    if args.json:
-        print(f"wrote {write_results('upload_bench', results, args.json)}")
+    publish("upload_bench", results, print_table, args.json)
     return 0
 
 
