@@ -58,6 +58,15 @@ def work_order(store: Store) -> str:
     return store.record_edit("create", None, {"title": "Replace gasket"}).entity_id
 
 
+@pytest.fixture
+def acked(store: Store) -> str:
+    """A work order whose create the server acknowledged."""
+    entity = store.record_edit("create", None, {"title": "Replace gasket"}).entity_id
+    (create,) = store.queue.claim("pipeline", 1)
+    store.queue.ack(create, result_version=1)
+    return entity
+
+
 def photo(tmp_path: Path, name: str = "meter.jpg", size: int = 300_000, seed: int = 1) -> Path:
     """A file of ``size`` reproducible bytes."""
     path = tmp_path / name

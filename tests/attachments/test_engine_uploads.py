@@ -60,12 +60,9 @@ async def test_until_idle_sends_the_create_then_finishes_the_upload(
 
 
 async def test_an_edit_saved_during_an_upload_waits_one_chunk_at_most(
-    tmp_path: Path, store: Store, attachments: Attachments, both: Both
+    tmp_path: Path, store: Store, attachments: Attachments, acked: str, both: Both
 ) -> None:
-    entity = store.record_edit("create", None, {"title": "Leaking valve"}).entity_id
-    (create,) = store.queue.claim("setup", 1)
-    store.queue.ack(create, result_version=1)
-    view = attachments.attach(entity, photo(tmp_path, size=6 * MIB))
+    view = attachments.attach(acked, photo(tmp_path, size=6 * MIB))
     engine = make_engine(
         store, URL, "token", transport=httpx.MockTransport(both.handle), upload_chunk_max_bytes=MIB
     )
@@ -75,7 +72,7 @@ async def test_an_edit_saved_during_an_upload_waits_one_chunk_at_most(
         if request.method == "PATCH":
             patches[0] += 1
             if patches[0] == 2:
-                store.record_edit("update", entity, {"notes": "valve replaced"})
+                store.record_edit("update", acked, {"notes": "valve replaced"})
                 engine.wake()
 
     both.tus.faults.append(edit_during_the_second_chunk)  # type: ignore[arg-type]
@@ -93,12 +90,9 @@ async def test_an_edit_saved_during_an_upload_waits_one_chunk_at_most(
 
 
 async def test_an_upload_waits_for_an_unmetered_link_when_metered_sync_is_off(
-    tmp_path: Path, store: Store, attachments: Attachments, both: Both
+    tmp_path: Path, store: Store, attachments: Attachments, acked: str, both: Both
 ) -> None:
-    entity = store.record_edit("create", None, {"title": "Leaking valve"}).entity_id
-    (create,) = store.queue.claim("setup", 1)
-    store.queue.ack(create, result_version=1)
-    view = attachments.attach(entity, photo(tmp_path, size=6 * MIB))
+    view = attachments.attach(acked, photo(tmp_path, size=6 * MIB))
     store.db.execute_sql(
         "INSERT INTO settings (key, value) VALUES ('ui.sync_on_metered', '0')"
     )  # the person's setting, as the app saves it

@@ -18,11 +18,11 @@ from app.sync.reconcile import Reconciler, ReconcileReport, apply_page
 from app.sync.transport import ServerClient
 from tests.attachments.conftest import photo
 from tests.attachments.fake_tus import FakeTus
-from tests.attachments.test_uploader import acked, server, upload_all
+from tests.attachments.test_uploader import server, upload_all
 from tests.sync.fake_clock import FakeClock
 from tests.sync.fake_server import record
 
-__all__ = ["acked", "server"]  # fixtures shared with the uploader tests
+__all__ = ["server"]  # the uploader tests' fake tus server
 
 
 def listed(attachment_id: str, entity_id: str, **extra: Any) -> dict[str, Any]:

@@ -35,6 +35,13 @@ def jpeg(path: Path, size: tuple[int, int] = (1200, 900)) -> Path:
     return path
 
 
+@pytest.fixture
+def crew(server: EmbeddedServer) -> tuple[str, str]:
+    """The tokens of one person's two phones (``store``'s, then ``phone_b``'s): a work order
+    either creates is in both scopes."""
+    return server.add_device("phone-a", user="crew"), server.add_device("phone-b", user="crew")
+
+
 def served(server: EmbeddedServer, token: str, attachment_id: str) -> httpx.Response:
     with httpx.Client(base_url=server.base_url) as client:
         return client.get(
@@ -43,10 +50,9 @@ def served(server: EmbeddedServer, token: str, attachment_id: str) -> httpx.Resp
 
 
 async def test_a_photo_reaches_the_server_and_a_colleague_sees_it(
-    tmp_path: Path, store: Store, server: EmbeddedServer, phone_b: Store
+    tmp_path: Path, store: Store, server: EmbeddedServer, phone_b: Store, crew: tuple[str, str]
 ) -> None:
-    token_a = server.add_device("phone-a", user="crew")  # one person, two phones: both hold it
-    token_b = server.add_device("phone-b", user="crew")
+    token_a, token_b = crew
     entity = store.record_edit("create", None, {"title": "Broken meter"}).entity_id
     source = jpeg(tmp_path / "meter.jpg")
     view = Attachments(store).attach(entity, source)
@@ -81,10 +87,9 @@ async def test_a_photo_reaches_the_server_and_a_colleague_sees_it(
 
 
 async def test_a_removal_reaches_the_server_and_the_colleague(
-    tmp_path: Path, store: Store, server: EmbeddedServer, phone_b: Store
+    tmp_path: Path, store: Store, server: EmbeddedServer, phone_b: Store, crew: tuple[str, str]
 ) -> None:
-    token_a = server.add_device("phone-a", user="crew")  # one person, two phones: both hold it
-    token_b = server.add_device("phone-b", user="crew")
+    token_a, token_b = crew
     entity = store.record_edit("create", None, {"title": "Broken meter"}).entity_id
     view = Attachments(store).attach(entity, jpeg(tmp_path / "meter.jpg"))
     await sync_until_idle(store, server.base_url, token_a)

@@ -14,10 +14,10 @@ from app.states import AttachmentState
 from app.store.store import Store
 from tests.attachments.conftest import photo
 from tests.attachments.fake_tus import FakeTus
-from tests.attachments.test_uploader import acked, drain, server, upload_all, uploader_for
+from tests.attachments.test_uploader import drain, server, upload_all, uploader_for
 from tests.sync.fake_clock import FakeClock
 
-__all__ = ["acked", "server"]  # fixtures shared with the uploader tests
+__all__ = ["server"]  # the uploader tests' fake tus server
 
 DAY = 86400.0
 

@@ -34,15 +34,6 @@ def server(tmp_path: Path) -> FakeTus:
     return FakeTus(folder)
 
 
-@pytest.fixture
-def acked(store: Store) -> str:
-    """A work order whose create the server acknowledged."""
-    entity = store.record_edit("create", None, {"title": "Replace gasket"}).entity_id
-    (create,) = store.queue.claim("pipeline", 1)
-    store.queue.ack(create, result_version=1)
-    return entity
-
-
 def uploader_for(
     store: Store, server: FakeTus, events: EventBus | None = None, **config: int
 ) -> Uploader:
