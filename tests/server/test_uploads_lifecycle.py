@@ -8,12 +8,14 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from server.blobs import BlobStore
-from server.embedded import provision_device, start_server
+from server.embedded import EmbeddedServer, provision_device, start_server
 from server.uploads import prune_expired_uploads, prune_unused_files
 from tests.support.api import ServerApi
 from tests.support.serve import ServerProcess
@@ -39,71 +41,74 @@ class Clock:
         return self.now
 
 
-def test_an_idle_upload_expires_and_is_pruned(tmp_path: Path) -> None:
+Clocked = tuple[Clock, EmbeddedServer, ServerApi]
+
+
+@pytest.fixture
+def clocked(tmp_path: Path) -> Iterator[Clocked]:
+    """A server whose clock the test moves, and phone-1's client of it."""
     clock = Clock()
-    url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
-    with start_server(url, clock=clock) as server:
+    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", clock=clock) as server:
         api = ServerApi(server.base_url, server.add_device("phone-1"))
         try:
-            record = api.create()
-            sent = file_metadata(record["id"], PHOTO)
-            created = create_upload(api.client, len(PHOTO), sent)
-            expires = email.utils.parsedate_to_datetime(created.headers["Upload-Expires"])
-            assert abs(expires.timestamp() - (clock.now + 7 * DAY)) < 2
-            location = created.headers["Location"]
-            clock.now += 6 * DAY
-            moved = patch(api.client, location, 0, PHOTO[:1000])  # a chunk renews the lease
-            renewed = email.utils.parsedate_to_datetime(moved.headers["Upload-Expires"])
-            assert abs(renewed.timestamp() - (clock.now + 7 * DAY)) < 2
-            clock.now += 7 * DAY + 1
-            gone = api.client.head(location, headers=TUS)
-            assert gone.status_code == 410
-            assert api.client.head(location, headers=TUS).status_code == 404
-            again = create_upload(api.client, len(PHOTO), sent)
-            assert again.status_code == 201
-            assert (again.headers["Upload-Offset"], again.headers["Location"] != location) == (
-                "0",
-                True,
-            )
-            context = server.app.state.server
-            partial = context.blobs.partial_path(again.headers["Location"].rsplit("/", 1)[-1])
-            assert partial.exists()
-            clock.now += 8 * DAY
-            assert prune_expired_uploads(context.store, context.blobs, context.settings) == 1
-            assert not partial.exists()
-            assert api.client.head(again.headers["Location"], headers=TUS).status_code == 404
+            yield clock, server, api
         finally:
             api.close()
 
 
-def test_files_no_row_needs_are_collected(tmp_path: Path) -> None:
-    clock = Clock()
-    url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
-    with start_server(url, clock=clock) as server:
-        api = ServerApi(server.base_url, server.add_device("phone-1"))
-        try:
-            record = api.create()
-            _, kept = upload_whole(api.client, record["id"], b"kept photo")
-            _, gone = upload_whole(api.client, record["id"], b"removed photo")
-            removal = api.client.delete(
-                f"/v1/attachments/{gone['attachment_id']}", headers={"Idempotency-Key": "r"}
-            )
-            assert removal.status_code == 200
-            context = server.app.state.server
-            blobs: BlobStore = context.blobs
-            stray = blobs.partial_path("f" * 32)
-            stray.write_bytes(b"a POST that died before its row")
-            settings = context.settings
-            assert prune_unused_files(context.store, blobs, settings) == 0  # all too young
-            clock.now += 8 * DAY
-            assert prune_unused_files(context.store, blobs, settings) == 2
-            assert not stray.exists()
-            assert not blobs.has_blob(gone["sha256"])
-            assert blobs.has_blob(kept["sha256"])
-            answer = api.client.get(f"/v1/attachments/{kept['attachment_id']}")
-            assert answer.content == b"kept photo"
-        finally:
-            api.close()
+def test_an_idle_upload_expires_and_is_pruned(clocked: Clocked) -> None:
+    clock, server, api = clocked
+    record = api.create()
+    sent = file_metadata(record["id"], PHOTO)
+    created = create_upload(api.client, len(PHOTO), sent)
+    expires = email.utils.parsedate_to_datetime(created.headers["Upload-Expires"])
+    assert abs(expires.timestamp() - (clock.now + 7 * DAY)) < 2
+    location = created.headers["Location"]
+    clock.now += 6 * DAY
+    moved = patch(api.client, location, 0, PHOTO[:1000])  # a chunk renews the lease
+    renewed = email.utils.parsedate_to_datetime(moved.headers["Upload-Expires"])
+    assert abs(renewed.timestamp() - (clock.now + 7 * DAY)) < 2
+    clock.now += 7 * DAY + 1
+    gone = api.client.head(location, headers=TUS)
+    assert gone.status_code == 410
+    assert api.client.head(location, headers=TUS).status_code == 404
+    again = create_upload(api.client, len(PHOTO), sent)
+    assert again.status_code == 201
+    assert (again.headers["Upload-Offset"], again.headers["Location"] != location) == (
+        "0",
+        True,
+    )
+    context = server.app.state.server
+    partial = context.blobs.partial_path(again.headers["Location"].rsplit("/", 1)[-1])
+    assert partial.exists()
+    clock.now += 8 * DAY
+    assert prune_expired_uploads(context.store, context.blobs, context.settings) == 1
+    assert not partial.exists()
+    assert api.client.head(again.headers["Location"], headers=TUS).status_code == 404
+
+
+def test_files_no_row_needs_are_collected(clocked: Clocked) -> None:
+    clock, server, api = clocked
+    record = api.create()
+    _, kept = upload_whole(api.client, record["id"], b"kept photo")
+    _, gone = upload_whole(api.client, record["id"], b"removed photo")
+    removal = api.client.delete(
+        f"/v1/attachments/{gone['attachment_id']}", headers={"Idempotency-Key": "r"}
+    )
+    assert removal.status_code == 200
+    context = server.app.state.server
+    blobs: BlobStore = context.blobs
+    stray = blobs.partial_path("f" * 32)
+    stray.write_bytes(b"a POST that died before its row")
+    settings = context.settings
+    assert prune_unused_files(context.store, blobs, settings) == 0  # all too young
+    clock.now += 8 * DAY
+    assert prune_unused_files(context.store, blobs, settings) == 2
+    assert not stray.exists()
+    assert not blobs.has_blob(gone["sha256"])
+    assert blobs.has_blob(kept["sha256"])
+    answer = api.client.get(f"/v1/attachments/{kept['attachment_id']}")
+    assert answer.content == b"kept photo"
 
 
 def test_serve_takes_the_attachment_settings(tmp_path: Path) -> None:
