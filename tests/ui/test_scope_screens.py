@@ -20,7 +20,6 @@ from PySide6.QtGui import QAccessible  # only the tests read the accessibility t
 from app.store.store import Store
 from app.sync.engine import SyncConfig, SyncEngine
 from server.embedded import EmbeddedServer
-from tests.sync.sync_support import closed_port_url
 from tests.ui.conftest import Device, Office, Open, Runner
 from tests.ui.qml_driver import (
     click,
@@ -242,27 +241,6 @@ def test_search_page_pages_through_the_server_opens_and_keeps_a_result_offline(
     run.pause(0.2)
     assert shows(window, "10 work orders for “Pump check 2”")
     assert mine not in {r["entityId"] for r in app_vm.search.results}
-
-
-def test_search_page_says_it_needs_a_connection_when_the_server_is_unreachable(
-    run: Runner,
-    open_window: Open,
-    server: EmbeddedServer,
-    device: Device,
-    artifacts: Path,
-) -> None:
-    # A real token, for a server that is not there.
-    device.connect(closed_port_url(), server.add_device("phone-ana"), finder=True)
-    app_vm, window = open_window(360, 720)
-    device.start()
-    run.until(lambda: app_vm.status.connectivity == "unreachable", 15)
-    app_vm.open("search")
-    run(app_vm.wait_idle())
-    run.pause(0.1)
-    assert shows(window, "Searching every work order needs a connection to the server.")
-    assert shows(window, "The server is not answering.")
-    assert not find(window, "serverSearchButton").isEnabled()
-    screenshot(window, artifacts / "scope-search-offline-360x720.png")
 
 
 def test_a_work_order_no_longer_assigned_with_an_unsent_edit_says_so_and_leaves_when_sent(
