@@ -194,6 +194,30 @@ def test_a_large_upload_on_a_metered_link_waits_for_wifi(
     see(run, window, "Waiting for Wi-Fi")
 
 
+def test_a_large_upload_going_up_on_wifi_says_uploading_not_waiting(
+    run: Runner,
+    editor: tuple[AppViewModel, QQuickWindow, str],
+    services: Services,
+    store: Store,
+    bus: EventBus,
+    home: Path,
+) -> None:
+    app_vm, window, entity_id = editor
+    run(services.operations.set_sync_on_metered(False))
+    video = home / "walkthrough.mp4"
+    with video.open("wb") as out:
+        out.truncate(5 * 1024 * 1024)
+    app_vm.attachments.attach(str(video))
+    run(app_vm.wait_idle())
+    (view,) = attached(store, entity_id)
+    see(run, window, "Waiting for Wi-Fi")
+    # The link is not metered: the engine sends it.
+    bus.publish(UploadProgress(view.id, entity_id, AttachmentState.UPLOADING, view.size // 2,
+                               view.size))  # fmt: skip
+    see(run, window, "Uploading 50 %")
+    assert not shows(window, "Waiting for Wi-Fi")
+
+
 def failed_photo(run: Runner, app_vm: AppViewModel, store: Store, path: Path) -> None:
     """A photo attached in the window whose upload the server refused for good (415), as
     delivery marks it: a dead job."""

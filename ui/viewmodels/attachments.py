@@ -106,16 +106,18 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
         raise KeyError(name)
 
     def _words(self, row: AttachmentView) -> UploadWords:
-        # A large upload waits while the engine is paused on a metered link by the person's
-        # setting (the status bar says "Paused"): the photo says it waits for Wi-Fi.
+        # Uploads wait while the engine is paused on a metered link by the person's setting
+        # (the status bar says "Paused"): the photo says it waits for Wi-Fi, as a large one
+        # not yet started does under that setting. One going up on Wi-Fi says so.
         unsent = row.state in (AttachmentState.WAITING, AttachmentState.UPLOADING)
         paused = self._services.bridge.connectivity == "paused"
+        large_waiting = row.waits_for_unmetered and row.state is AttachmentState.WAITING
         return UploadWords(
             state=str(row.state),
             offset=row.offset,
             size=row.size,
             reason=row.reason or "",
-            waits_for_unmetered=unsent and (row.waits_for_unmetered or paused),
+            waits_for_unmetered=unsent and (large_waiting or paused),
         )
 
     # -- the work order ---------------------------------------------------------------------
