@@ -76,14 +76,17 @@ def _cache(conn: Any, now: float) -> dict[str, Any]:
     }
 
 
+#: An upload that will not go on by itself (`app.attachments.model.attachment_state`).
+_GIVEN_UP = "COALESCE(j.status IN ('dead', 'conflict', 'done'), 0)"
+
+
 def _uploads(conn: Any) -> dict[str, int]:
     """Attachments of this device not yet confirmed by the server: waiting (or under way),
-    failed, and the bytes still to send."""
+    failed (dead, held, or given up and not yet removed: as the attachment's state says),
+    and the bytes still to send."""
     waiting, failed, remaining = conn.execute(
-        "SELECT COALESCE(SUM(j.status IS NULL OR j.status NOT IN ('dead', 'conflict')), 0), "
-        "COALESCE(SUM(j.status IN ('dead', 'conflict')), 0), "
-        "COALESCE(SUM(CASE WHEN j.status IS NULL OR j.status NOT IN ('dead', 'conflict') "
-        "THEN a.size - a.upload_offset END), 0) "
+        f"SELECT COALESCE(SUM(NOT {_GIVEN_UP}), 0), COALESCE(SUM({_GIVEN_UP}), 0), "
+        f"COALESCE(SUM(CASE WHEN NOT {_GIVEN_UP} THEN a.size - a.upload_offset END), 0) "
         "FROM attachments AS a LEFT JOIN jobs AS j ON j.idempotency_key = a.id "
         "WHERE a.mine = 1 AND a.confirmed_at IS NULL AND a.removed_at IS NULL"
     ).fetchone()

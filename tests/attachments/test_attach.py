@@ -11,7 +11,7 @@ import pytest
 from app.attachments import AttachmentConfig, AttachmentCounts, Attachments, StorageBudgetFull
 from app.states import AttachmentState, JobStatus
 from app.store.errors import InvalidEditError, StorageFullError
-from app.store.jobs import TOPIC_ATTACHMENTS
+from app.store.jobs import TOPIC_ATTACHMENTS, Outcome
 from app.store.store import Store
 from tests.attachments.conftest import photo
 from tests.chaos.helpers import small_disk
@@ -196,3 +196,20 @@ def test_retry_refuses_an_upload_that_has_not_failed(
     view = attachments.attach(work_order, photo(tmp_path))
     with pytest.raises(InvalidEditError, match="has not failed"):
         attachments.retry(view.id)
+
+
+def test_status_counts_an_upload_given_up_as_failed_not_waiting(
+    tmp_path: Path, store: Store, attachments: Attachments, work_order: str
+) -> None:
+    """A failed upload discarded (the attachment not yet removed: the app stopped between
+    the two) is what the strip calls failed; `status --json` says the same."""
+    view = attachments.attach(work_order, photo(tmp_path))
+    (create,) = store.queue.claim("test")
+    store.queue.ack(create, Outcome(http_status=201))
+    (upload,) = store.queue.claim("test", topic=TOPIC_ATTACHMENTS)
+    store.queue.dead(upload, Outcome(error="content type not allowed", http_status=415))
+    store.discard(upload.id)
+    now = attachments.get(view.id)
+    assert now is not None
+    assert now.state is AttachmentState.FAILED
+    assert store.stats()["uploads"] == {"waiting": 0, "failed": 1, "bytes_waiting": 0}
