@@ -154,6 +154,11 @@ def shown_texts(window: QQuickWindow) -> list[tuple[str, bool]]:
     return found
 
 
+def texts_shown(window: QQuickWindow) -> set[str]:
+    """Every text a person can see now, truncated or not (`shown_texts` without the flag)."""
+    return {text for text, _ in shown_texts(window)}
+
+
 def shows(window: QQuickWindow, words: str) -> bool:
     """Does a visible, untruncated text on screen contain `words`?"""
     return any(words in text and not truncated for text, truncated in shown_texts(window))

@@ -7,9 +7,7 @@ every page is checked for items sticking out past the phone width and for small 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -102,17 +100,11 @@ def test_badge_tap_shows_the_reason(run: Runner, open_window: Open, seeded: Stor
     # "Fix gate hinge" sorts first and failed: tapping its badge explains.
     row = find(window, "workOrderRow_0")
     assert app_vm.workOrders.get(0)["badge"] == "failed"
-    badge_area = next(c for c in _descendants(row) if c.objectName() == "badgeTapArea")
+    badge_area = next(c for c in walk(row) if c.objectName() == "badgeTapArea")
     click(window, badge_area)
-    detail = next(c for c in _descendants(row) if c.objectName() == "badgeDetail")
+    detail = next(c for c in walk(row) if c.objectName() == "badgeDetail")
     run.until(lambda: detail.isVisible())
     assert "could not be delivered" in detail.property("text")
-
-
-def _descendants(item: Any) -> Iterator[Any]:
-    for child in item.childItems():
-        yield child
-        yield from _descendants(child)
 
 
 def test_editor_validates_then_saves_with_pending_badge(

@@ -30,6 +30,7 @@ from tests.ui.qml_driver import (
     screenshot,
     shown_texts,
     shows,
+    texts_shown,
     too_small_targets,
     type_into,
 )
@@ -73,17 +74,13 @@ def with_finder(device: Device) -> None:
     device.search_on(closed_port_url())
 
 
-def titles(window: Any) -> set[str]:
-    return {text for text, _ in shown_texts(window)}
-
-
 @pytest.mark.parametrize("size", [(360, 720), (1280, 800)], ids=["360x720", "1280x800"])
 def test_mine_my_team_and_pinned_filter_the_list_on_screen(
     run: Runner, open_window: Open, anas_phone: list[str], artifacts: Path, size: Any
 ) -> None:
     app_vm, window = open_window(*size)
     everything = {"Replace valve", "Inspect fire doors", "Meter reading"}
-    assert everything <= titles(window)
+    assert everything <= texts_shown(window)
     assert shows(window, "3 work orders")
     # Every row says it is on this device; the pinned one says it is kept on purpose.
     marks = [text for text, cut in shown_texts(window) if "Available offline" in text and not cut]
@@ -119,7 +116,7 @@ def test_mine_my_team_and_pinned_filter_the_list_on_screen(
         run.until(lambda: app_vm.workOrders.total == 1)
         run(app_vm.wait_idle())
         run.pause(0.1)
-        assert titles(window) & everything == shown, value
+        assert texts_shown(window) & everything == shown, value
         assert shows(window, count)
         assert find(window, f"scopeFilter_{value}").property("checked")
         if value == "team":
@@ -156,7 +153,7 @@ def test_no_longer_assigned_with_an_unsent_edit_says_what_happens_and_can_be_dis
     app_vm, window = open_window(360, 720)
     run.until(lambda: app_vm.workOrders.total == 2)
     run.pause(0.1)
-    assert "Inspect fire doors" not in titles(window)
+    assert "Inspect fire doors" not in texts_shown(window)
 
     row = find(window, f"workOrderRow_{app_vm.workOrders.row_of(valve)}")
     expected = "Replace valve, Pending (1 edit), No longer assigned to you"
@@ -186,7 +183,7 @@ def test_no_longer_assigned_with_an_unsent_edit_says_what_happens_and_can_be_dis
     run.until(lambda: app_vm.page == "list" and app_vm.workOrders.total == 1)
     run.pause(0.1)
     assert store.cache.get(valve) is None
-    assert "Replace valve" not in titles(window)
+    assert "Replace valve" not in texts_shown(window)
     assert shows(window, "Your edits were discarded; the work order left this device.")
     unsent = store.db.execute_sql(
         "SELECT COUNT(*) FROM jobs WHERE entity_key = ? AND finished_at IS NULL", (valve,)

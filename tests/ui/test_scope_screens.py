@@ -9,7 +9,6 @@ and what a screen reader gets (the accessibility tree), at a phone's size.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,10 @@ from tests.ui.qml_driver import (
     scroll_into_view,
     shown_texts,
     shows,
+    texts_shown,
     too_small_targets,
     type_into,
+    walk,
 )
 from tests.ui.test_accessibility import accessible
 
@@ -42,10 +43,6 @@ def phone(server: EmbeddedServer, device: Device) -> Device:
     starts it."""
     device.sign_in(server, "phone-ana", user="ana", team="north", finder=True)
     return device
-
-
-def titles_on_screen(window: Any) -> set[str]:
-    return {text for text, _ in shown_texts(window)}
 
 
 def test_filters_show_mine_my_team_and_pinned_each_row_available_offline(
@@ -77,23 +74,23 @@ def test_filters_show_mine_my_team_and_pinned_each_row_available_offline(
         assert accessible(button) == (Role.CheckBox, label)
         assert shows(window, label)
     assert too_small_targets(window) == []
-    assert {"Replace valve", "Inspect fire doors"} <= titles_on_screen(window)
-    assert "Meter reading" not in titles_on_screen(window)
+    assert {"Replace valve", "Inspect fire doors"} <= texts_shown(window)
+    assert "Meter reading" not in texts_shown(window)
     marks = [text for text, cut in shown_texts(window) if text == "Available offline" and not cut]
     assert len(marks) == 2
 
     click(window, find(window, "scopeFilter_mine"))
     run.until(lambda: app_vm.workOrders.total == 1)
     run.pause(0.1)
-    assert "Replace valve" in titles_on_screen(window)
-    assert "Inspect fire doors" not in titles_on_screen(window)
+    assert "Replace valve" in texts_shown(window)
+    assert "Inspect fire doors" not in texts_shown(window)
     assert shows(window, "1 work order")
 
     click(window, find(window, "scopeFilter_team"))
     run.until(lambda: app_vm.workOrders.get(0).get("title") == "Inspect fire doors")
     run.pause(0.1)
-    assert "Inspect fire doors" in titles_on_screen(window)
-    assert "Replace valve" not in titles_on_screen(window)
+    assert "Inspect fire doors" in texts_shown(window)
+    assert "Replace valve" not in texts_shown(window)
     screenshot(window, artifacts / "scope-team-filter-360x720.png")
 
     click(window, find(window, "scopeFilter_pinned"))
@@ -216,14 +213,14 @@ def test_search_page_pages_through_the_server_opens_and_keeps_a_result_offline(
     index = [r["entityId"] for r in app_vm.search.results].index(other)
     result = find(window, f"searchResult_{index}")
     assert accessible(result) == (Role.ListItem, "Pump check 07, Online only")
-    keep = next(c for c in _descendants(result) if c.objectName() == "keepResultOfflineButton")
+    keep = next(c for c in walk(result) if c.objectName() == "keepResultOfflineButton")
     assert accessible(keep)[1] == "Keep offline: Pump check 07"
     click(window, keep)
     run.until(lambda: _result(app_vm, other)["held"], 15)
     run.pause(0.1)
     result = find(window, f"searchResult_{index}")
     assert accessible(result) == (Role.ListItem, "Pump check 07, Available offline")
-    opener = next(c for c in _descendants(result) if c.objectName() == "openResultButton")
+    opener = next(c for c in walk(result) if c.objectName() == "openResultButton")
     click(window, opener)
     run.until(lambda: app_vm.page == "editor" and app_vm.editor.loaded)
     run.pause(0.1)
@@ -295,9 +292,3 @@ def test_a_work_order_no_longer_assigned_with_an_unsent_edit_says_so_and_leaves_
 
 def _result(app_vm: Any, entity_id: str) -> dict[str, Any]:
     return next(r for r in app_vm.search.results if r["entityId"] == entity_id)
-
-
-def _descendants(item: Any) -> Iterator[Any]:
-    for child in item.childItems():
-        yield child
-        yield from _descendants(child)
