@@ -27,6 +27,7 @@ __all__ = [
     "Fault",
     "FaultTransport",
     "closed_port_url",
+    "counters",
     "fast_config",
     "job_rows",
     "make_engine",
@@ -192,6 +193,11 @@ def job_rows(store: Store) -> list[dict[str, Any]]:
     cursor = connection(store.db).execute("SELECT * FROM jobs ORDER BY id")
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def counters(store: Store) -> dict[str, int]:
+    """The store's named counters (duplicates detected, conflicts merged, ...)."""
+    return dict(connection(store.db).execute("SELECT name, value FROM counters").fetchall())
 
 
 def closed_port_url() -> str:

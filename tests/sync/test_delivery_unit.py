@@ -28,6 +28,7 @@ from app.sync.transport import detail_words
 from tests.sync.fake_clock import FakeClock
 from tests.sync.fake_server import FakeServer, json_response, record
 from tests.sync.sync_support import (
+    counters,
     job_rows,
     make_engine,
     make_store,
@@ -44,10 +45,6 @@ def seed(store: Store, server_record: dict[str, Any]) -> None:
     """Put a record in the cache as if pulled from the server."""
     with store.db.atomic():
         apply_server_record(connection(store.db), server_record, store.clock())
-
-
-def counters(store: Store) -> dict[str, int]:
-    return dict(connection(store.db).execute("SELECT name, value FROM counters").fetchall())
 
 
 def attempts(store: Store, job_id: int) -> list[tuple[str, str | None]]:

@@ -11,16 +11,11 @@ import time
 
 import pytest
 
-from app.store.db import connection
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from server.embedded import EmbeddedServer
 from tests.support.api import ServerApi
-from tests.sync.sync_support import Fault, FaultTransport, job_rows, sync_until_idle
-
-
-def counters(store: Store) -> dict[str, int]:
-    return dict(connection(store.db).execute("SELECT name, value FROM counters").fetchall())
+from tests.sync.sync_support import Fault, FaultTransport, counters, job_rows, sync_until_idle
 
 
 def server_keys(server: EmbeddedServer) -> int:
