@@ -2,36 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from app.attachments import Attachments
 from app.states import AttachmentState
-from app.store import db as db_module
 from app.store import migrations
 from app.store.store import Store
-from server.embedded import EmbeddedServer, start_server
+from server.embedded import EmbeddedServer
 from tests.attachments.conftest import photo
+from tests.store.store_support import at_schema
 from tests.support.api import ServerApi
 from tests.sync.sync_support import make_store, sync_until_idle
 
 BEFORE = 6  # the schema before attachments
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
-    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as up:
-        yield up
-
-
 def queued_before_attachments(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Edits queued by the release that knew migrations up to ``BEFORE``."""
     with monkeypatch.context() as old:
-        old.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:BEFORE])
-        old.setattr(migrations, "LATEST_VERSION", BEFORE)
-        old.setattr(db_module, "LATEST_VERSION", BEFORE)
+        at_schema(old, BEFORE)
         with Store(data_dir) as store:
             ids = [
                 store.record_edit("create", None, {"title": f"Order {n}"}).entity_id

@@ -1,4 +1,5 @@
-"""Helpers shared by the store tests: an injected clock, file fingerprints, child processes."""
+"""Helpers shared by the store tests: an injected clock, an older schema, file fingerprints,
+child processes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from app.store import db as db_module
+from app.store import migrations
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -31,6 +37,13 @@ class FakeClock:
 
     def set(self, now: float) -> None:
         self.now = now
+
+
+def at_schema(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """Open stores as the release that knew migrations up to ``version`` did."""
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:version])
+    monkeypatch.setattr(migrations, "LATEST_VERSION", version)
+    monkeypatch.setattr(db_module, "LATEST_VERSION", version)
 
 
 def sha256(path: Path) -> str:

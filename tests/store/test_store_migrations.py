@@ -13,6 +13,7 @@ import peewee as pw
 import pytest
 from playhouse.migrate import SqliteMigrator
 from playhouse.migrate import migrate as apply_operations
+from store_support import at_schema
 
 from app.records import PAYLOAD_SCHEMA_VERSION
 from app.store import db as db_module
@@ -66,13 +67,6 @@ def full_queue(data_dir: Path) -> dict[str, int]:
             "update", _entity(store, ids["pending"]), {"site": "East"}
         ).job_id
     return ids
-
-
-def at_schema(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    """Open stores as the release that knew migrations up to ``version`` did."""
-    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:version])
-    monkeypatch.setattr(migrations, "LATEST_VERSION", version)
-    monkeypatch.setattr(db_module, "LATEST_VERSION", version)
 
 
 @contextlib.contextmanager
