@@ -18,6 +18,7 @@ from app.mutations import validate_mutation
 from app.pending_export import ExportSummary, export_pending
 from app.records import ValidationError, format_validation_error
 from app.store.db import connection
+from app.store.editing import hold_for_editing, release_all_editing, release_editing
 from app.store.errors import InvalidEditError, StoreError, storage_errors
 from app.store.settings import read_setting, write_setting
 from app.store.store import EditResult, Store
@@ -142,6 +143,23 @@ class Operations:
         result = await self.executor.run(save)
         self._publish(OpChanges(frozenset({result.entity_id}), queue=True))
         return result
+
+    async def hold_for_editing(self, entity_id: str) -> bool:
+        """The editor shows this work order: it stays on the device while it does, even when
+        a pull says it left the scope (`app.store.editing`). False: it is gone already."""
+        return await self.executor.run(hold_for_editing, self.store, entity_id)
+
+    async def release_editing(self, entity_id: str | None = None) -> set[str]:
+        """The editor let go of ``entity_id`` (None: the app starts, and every hold of an
+        earlier run goes). One that left the scope with nothing unsent leaves now; the
+        ids that left are returned and published."""
+        if entity_id is None:
+            gone = await self.executor.run(release_all_editing, self.store)
+        else:
+            gone = await self.executor.run(release_editing, self.store, entity_id)
+        if gone:
+            self._publish(OpChanges(frozenset(gone)))
+        return gone
 
     async def retry_failed(self, job_id: int, payload: dict[str, Any] | None = None) -> str:
         entity_id = await self.executor.run(_entity_of, self.store, job_id)

@@ -194,6 +194,14 @@ def _v7_attachments(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
     db.execute_sql("CREATE INDEX attachments_sha256 ON attachments (sha256)")
 
 
+def _v8_editing_holds(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
+    """Work orders open in the app's editor (issue 16): one that leaves the scope while a
+    person is typing in it stays on the device until the editor lets go of it, so a save
+    never meets a work order the pull removed (`app.store.editing`). Nothing queued changes.
+    """
+    db.execute_sql("CREATE TABLE editing_holds (entity_id TEXT PRIMARY KEY, held_at REAL NOT NULL)")
+
+
 #: (version, migration) in order. Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1_initial),
@@ -203,6 +211,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (5, _v5_attempt_reasons),
     (6, _v6_scope),
     (7, _v7_attachments),
+    (8, _v8_editing_holds),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

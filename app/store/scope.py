@@ -4,7 +4,8 @@ The server decides the scope (a worker's: work orders assigned to its user or it
 it created or pinned) and tells the device in the changes feed: a record inside the scope, or
 ``{"id": …, "out_of_scope": true}`` once when one leaves it. A work order that leaves goes
 from the cache at once, unless an edit of it is not yet acknowledged (pending, sending,
-retrying, failed, or held behind a conflict): then it stays, marked ``left_scope_at`` ("No
+retrying, failed, or held behind a conflict) or the app's editor shows it (unsaved typing,
+`app.store.editing`): then it stays, marked ``left_scope_at`` ("No
 longer assigned to you"), and goes only when the last of those edits is delivered or a person
 discards it (`remove_departed`, called in the same transaction as the ack or the discard).
 Nothing typed leaves the device before the server has it.
@@ -125,6 +126,7 @@ def apply_departures(
     of theirs is unsent. Returns (removed, kept)."""
     ids = sorted(set(entity_ids))
     kept = entities_with_open_jobs(conn, ids) | _with_unsent_files(conn, ids)
+    kept |= _open_in_editor(conn, ids)
     gone = [entity_id for entity_id in ids if entity_id not in kept]
     removed: set[str] = set()
     for start in range(0, len(gone), 500):
@@ -156,6 +158,16 @@ def _with_unsent_files(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
     return {row[0] for row in rows}
 
 
+def _open_in_editor(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    """Which of these work orders the app's editor shows (`app.store.editing`): typing not
+    yet saved is as unsent as a queued edit."""
+    rows = conn.execute(
+        "SELECT entity_id FROM editing_holds WHERE entity_id IN (SELECT value FROM json_each(?))",
+        (json.dumps(ids),),
+    )
+    return {row[0] for row in rows}
+
+
 #: An attachment of work order ``a.entity_id`` has a job still open (issue 15's uploads are
 #: jobs of their own entity, ``attachment:<id>``, outside the work order's per-entity order).
 FILE_UNSENT = (
@@ -175,7 +187,8 @@ def returned_to_scope(conn: sqlite3.Connection, entity_ids: Iterable[str]) -> No
 
 def remove_departed(conn: sqlite3.Connection) -> set[str]:
     """Remove the work orders that left the scope and have no unsent edit (or attachment)
-    any more (the last was acknowledged, or discarded by the person); each pull runs it too,
+    any more (the last was acknowledged, or discarded by the person) and that the editor
+    does not show (`app.store.editing`); each pull runs it too,
     so one whose last upload finished goes then. Returns their ids. Cheap: the partial
     index holds only work orders that left the scope."""
     return {row[0] for row in conn.execute(REMOVE_DEPARTED)}
@@ -186,7 +199,8 @@ REMOVE_DEPARTED = (
     "DELETE FROM work_orders WHERE left_scope_at IS NOT NULL AND NOT EXISTS "
     "(SELECT 1 FROM jobs AS j WHERE j.entity_key = work_orders.id "
     "AND j.finished_at IS NULL) AND NOT EXISTS (SELECT 1 FROM attachments AS a "
-    f"WHERE a.entity_id = work_orders.id AND {FILE_UNSENT}) RETURNING id"
+    f"WHERE a.entity_id = work_orders.id AND {FILE_UNSENT}) AND NOT EXISTS "
+    "(SELECT 1 FROM editing_holds AS e WHERE e.entity_id = work_orders.id) RETURNING id"
 )
 
 
@@ -270,6 +284,8 @@ def discard_left_scope(store: Any, entity_id: str) -> list[dict[str, Any]]:
             (entity_id,),
         ).fetchall():
             entries += store.queue.discard_after(f"attachment:{attachment_id}", 0)
+        # The person gives up what the editor holds too: the work order may leave now.
+        conn.execute("DELETE FROM editing_holds WHERE entity_id = ?", (entity_id,))
         store.cache.restore_visible(entity_id, store.clock())
         remove_departed(conn)
     return entries

@@ -9,7 +9,6 @@ import pytest
 
 from server.embedded import EmbeddedServer, start_server
 from tests.support.api import ServerApi
-from tests.support.postgres import PostgresCluster, PostgresUnavailable, running_postgres
 
 
 @pytest.fixture
@@ -45,12 +44,3 @@ def api(make_api: Callable[..., ServerApi]) -> ServerApi:
 @pytest.fixture
 def admin(make_api: Callable[..., ServerApi]) -> ServerApi:
     return make_api("office", "admin")
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[PostgresCluster]:
-    try:
-        with running_postgres() as cluster:
-            yield cluster
-    except PostgresUnavailable as error:
-        pytest.fail(str(error), pytrace=False)

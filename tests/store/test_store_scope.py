@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from app.store.db import WriteTransaction, connection
+from app.store.editing import hold_for_editing, release_all_editing, release_editing
 from app.store.errors import InvalidEditError
 from app.store.queue import Outcome
 from app.store.scope import (
@@ -258,3 +259,35 @@ def test_an_unsent_photo_keeps_a_departed_work_order_until_it_is_uploaded(
     page = pulled(store)  # the next pull settles it
     assert page.removed == {record["id"]}
     assert store.cache.get(record["id"]) is None
+
+
+def test_a_work_order_open_in_the_editor_stays_until_the_editor_lets_go(store: Store) -> None:
+    record, other = server_record(), server_record()
+    pulled(store, record, other)
+    assert hold_for_editing(store, record["id"]) is True
+    page = pulled(store, departures=(record["id"], other["id"]))
+    assert page.removed == {other["id"]}
+    assert page.kept_unsent == {record["id"]}
+    row = store.cache.get(record["id"])
+    assert row is not None
+    assert row["no_longer_assigned"] is True
+
+    # A delivery of another edit settles departures: the open one stays all the same.
+    store.record_edit("update", record["id"], {"notes": "typed"})
+    [job] = store.queue.claim("w")
+    store.queue.ack(job, result_version=2)
+    with WriteTransaction(store.db, store.path) as conn:
+        assert remove_departed(conn) == set()
+    assert release_editing(store, record["id"]) == {record["id"]}
+    assert store.cache.get(record["id"]) is None
+    assert hold_for_editing(store, record["id"]) is False, "gone: nothing to hold"
+
+
+def test_discarding_a_departed_work_order_open_in_the_editor_removes_it(store: Store) -> None:
+    record = server_record()
+    pulled(store, record)
+    hold_for_editing(store, record["id"])
+    pulled(store, departures=(record["id"],))
+    assert discard_left_scope(store, record["id"]) == []
+    assert store.cache.get(record["id"]) is None
+    assert release_all_editing(store) == set()

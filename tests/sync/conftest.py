@@ -1,7 +1,12 @@
-"""Fixtures: a device store on a temp dir, and the real server on loopback with two devices."""
+"""Fixtures: a device store on a temp dir, and the real server on loopback with two devices.
+
+`server` runs on SQLite; `server_on_each_backend` runs once on SQLite and once on the
+throwaway PostgreSQL (a module binds it as its `server` to run every test on both).
+"""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +15,7 @@ import pytest
 from app.store.store import Store
 from server.embedded import EmbeddedServer, start_server
 from tests.support.api import ServerApi
+from tests.support.postgres import PostgresCluster
 from tests.sync.fake_clock import FakeClock
 from tests.sync.sync_support import make_store
 
@@ -42,6 +48,22 @@ def other_store(tmp_path: Path) -> Iterator[Store]:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
     url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    with start_server(url, rate_limit_per_second=0) as running:
+        yield running
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def server_on_each_backend(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[EmbeddedServer]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    else:
+        cluster: PostgresCluster = request.getfixturevalue("postgres")
+        url = cluster.create_database(f"device_{next(_databases)}")
     with start_server(url, rate_limit_per_second=0) as running:
         yield running
 

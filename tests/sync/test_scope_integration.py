@@ -1,5 +1,6 @@
 """Scoped sync through real HTTP (issue 16): a worker device against the real server on
-loopback, its work orders reassigned, pinned, searched, its team changed."""
+loopback, on SQLite and on PostgreSQL, its work orders reassigned (also while open in the
+editor), pinned, searched, its team changed."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from app.events import EventBus
 from app.executor import StoreExecutor
+from app.operations import Operations
 from app.store.scope import Identity, read_identity
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
@@ -18,6 +20,12 @@ from app.sync.transport import ServerClient
 from server.embedded import EmbeddedServer
 from tests.support.api import ServerApi
 from tests.sync.sync_support import close_engine_thread, job_rows, make_engine, sync_until_idle
+
+
+@pytest.fixture
+def server(server_on_each_backend: EmbeddedServer) -> EmbeddedServer:
+    """Every test here runs against a server on SQLite and one on PostgreSQL."""
+    return server_on_each_backend
 
 
 @pytest.fixture
@@ -32,6 +40,15 @@ async def finder(store: Store, server: EmbeddedServer, ana: str) -> AsyncIterato
     executor = StoreExecutor()
     yield Finder(store, executor, client, EventBus())
     await client.aclose()
+    executor.submit(store.db.close)
+    executor.shutdown()
+
+
+@pytest.fixture
+async def operations(store: Store) -> AsyncIterator[Operations]:
+    """The core writes the app's editor calls (hold, save, let go), on their own executor."""
+    executor = StoreExecutor()
+    yield Operations(store, executor, EventBus())
     executor.submit(store.db.close)
     executor.shutdown()
 
@@ -216,3 +233,98 @@ async def test_a_new_team_brings_its_work_orders_on_the_next_pull(
     assert [row["title"] for row in store.cache.query(scope="team")][0].startswith("South")
     # Not a full download: only what changed for this device came down.
     assert engine.status.metrics.reconcile_changes <= len(south) + 1
+
+
+async def opened_then_reassigned(
+    store: Store, server: EmbeddedServer, token: str, admin_api: ServerApi, ops: Operations
+) -> tuple[dict[str, Any], Any]:
+    """A work order of ana's, open in her editor (nothing saved yet), reassigned by the
+    office and pulled again: the pull's report."""
+    order = admin_api.create(title="Pump", assignee="ana")
+    await sync_until_idle(store, server.base_url, token)
+    assert await ops.hold_for_editing(order["id"]) is True
+    reassign(admin_api, order["id"], assignee="bo")
+    return order, await pull_only(store, server, token)
+
+
+async def test_a_work_order_open_in_the_editor_stays_and_its_save_reaches_the_server(
+    store: Store, server: EmbeddedServer, ana: str, admin_api: ServerApi, operations: Operations
+) -> None:
+    order, report = await opened_then_reassigned(store, server, ana, admin_api, operations)
+    assert report.kept_unsent == 1
+    row = store.cache.get(order["id"])
+    assert row is not None, "the person is typing in it: it stays"
+    assert row["no_longer_assigned"] is True
+
+    # The person saves what they typed: queued, delivered, accepted (the server lets any
+    # device write a work order it may read, inside its scope or not).
+    await operations.save_edit("update", order["id"], {"notes": "typed while reassigned"})
+    await sync_until_idle(store, server.base_url, ana)
+    on_server = current(admin_api, order["id"])
+    assert on_server["notes"] == "typed while reassigned"
+    assert on_server["assignee"] == "bo", "the office's reassignment stands"
+    assert {job["status"] for job in job_rows(store)} == {"done"}
+    assert store.cache.get(order["id"]) is not None, "still on screen: it stays"
+
+    # The editor lets go: nothing of it is unsent, so it leaves the device now.
+    assert await operations.release_editing(order["id"]) == {order["id"]}
+    assert store.cache.get(order["id"]) is None
+    await sync_until_idle(store, server.base_url, ana)
+    assert store.cache.get(order["id"]) is None, "and does not come back"
+
+
+async def test_letting_go_of_an_unsaved_work_order_that_left_removes_it(
+    store: Store, server: EmbeddedServer, ana: str, admin_api: ServerApi, operations: Operations
+) -> None:
+    order, _ = await opened_then_reassigned(store, server, ana, admin_api, operations)
+    await sync_until_idle(store, server.base_url, ana)
+    assert store.cache.get(order["id"]) is not None, "later pulls keep it while it is open"
+    assert await operations.release_editing(order["id"]) == {order["id"]}
+    assert store.cache.get(order["id"]) is None
+    assert current(admin_api, order["id"])["version"] == 2, "nothing was sent"
+
+
+async def test_an_app_start_lets_go_of_what_an_earlier_run_held(
+    store: Store, server: EmbeddedServer, ana: str, admin_api: ServerApi, operations: Operations
+) -> None:
+    order, _ = await opened_then_reassigned(store, server, ana, admin_api, operations)
+    kept = admin_api.create(title="Still mine", assignee="ana")
+    await sync_until_idle(store, server.base_url, ana)
+    assert await operations.hold_for_editing(kept["id"]) is True
+    assert await operations.release_editing() == {order["id"]}, "the one in the scope stays"
+    assert [row["id"] for row in store.cache.query()] == [kept["id"]]
+
+
+async def test_a_work_order_gone_from_the_device_cannot_be_held(
+    store: Store, server: EmbeddedServer, ana: str, admin_api: ServerApi, operations: Operations
+) -> None:
+    order = admin_api.create(title="Pump", assignee="ana")
+    await sync_until_idle(store, server.base_url, ana)
+    reassign(admin_api, order["id"], assignee="bo")
+    await sync_until_idle(store, server.base_url, ana)
+    assert await operations.hold_for_editing(order["id"]) is False
+    assert store.cache.get(order["id"]) is None
+
+
+async def test_an_edit_the_server_refuses_after_the_work_order_left_is_kept_for_the_person(
+    store: Store, server: EmbeddedServer, ana: str, admin_api: ServerApi, operations: Operations
+) -> None:
+    order, _ = await opened_then_reassigned(store, server, ana, admin_api, operations)
+    version = current(admin_api, order["id"])["version"]
+    gone = admin_api.mutate(
+        {"entity_id": order["id"], "op": "delete", "base_version": version, "fields": {}}
+    )
+    assert gone.status_code == 200, gone.text
+    await operations.save_edit("update", order["id"], {"notes": "typed before it was deleted"})
+    await sync_until_idle(store, server.base_url, ana)
+
+    # The server could not take it (the work order is deleted there): the edit is held for
+    # the person, with their words, and the work order stays until they decide.
+    [view] = Conflicts(store).views()
+    assert view.entity_id == order["id"]
+    [held_job] = [job for job in job_rows(store) if job["status"] == "conflict"]
+    assert "typed before it was deleted" in held_job["payload"]
+    await operations.release_editing(order["id"])
+    row = store.cache.get(order["id"])
+    assert row is not None, "an edit the server refused keeps it, even after the editor"
+    assert row["no_longer_assigned"] is True

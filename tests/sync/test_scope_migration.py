@@ -1,5 +1,5 @@
 """The device upgrade of issue 16 with a full queue: every edit queued before migration 6 is
-delivered after it, to the real server, unchanged and once."""
+delivered after it, to the real server (on SQLite and on PostgreSQL), unchanged and once."""
 
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ from tests.support.api import ServerApi
 from tests.sync.sync_support import job_rows, make_store, sync_until_idle
 
 SCOPE_VERSION = 6
+
+
+@pytest.fixture
+def server(server_on_each_backend: EmbeddedServer) -> EmbeddedServer:
+    return server_on_each_backend
 
 
 def at_schema(monkeypatch: pytest.MonkeyPatch, version: int) -> None:

@@ -93,6 +93,41 @@ def test_editor_shows_the_work_order_last_opened_whatever_finishes_later(
     assert messages == ["Could not open this work order: database is locked"]
 
 
+def _pulled_version_2(store: Store, entity_id: str, **fields: Any) -> None:
+    """A pull brings version 2 of a work order, as the office changed it."""
+    from app.sync.reconcile import apply_page
+
+    record = {**store.cache.get(entity_id), **fields, "id": entity_id, "version": 2}
+    record = {key: record[key] for key in (*editor_module.FIELDS, "id", "version")}
+    apply_page(store, [{**record, "deleted": False}], "next")
+
+
+@pytest.mark.parametrize("office_changes", ["site", "notes"])
+def test_typing_follows_a_pull_on_fields_not_typed_in(
+    run: Runner, services: Services, root: Any, store: Store, office_changes: str
+) -> None:
+    (entity_id,) = add_orders(store, 1)
+    editor = EditorViewModel(services, root)
+    editor.load(entity_id)
+    run(editor.wait_idle())
+    editor.setField("notes", "seals checked")
+    _pulled_version_2(store, entity_id, **{office_changes: "changed at the office"})
+    editor.on_bridge_records_changed([entity_id])
+    run(editor.wait_idle())
+    assert editor.fields["notes"] == "seals checked", "the typing stays"
+    assert editor.dirty
+    editor.save()
+    run(editor.wait_idle())
+    [(base,)] = store.read("SELECT base_version FROM jobs WHERE finished_at IS NULL")
+    if office_changes == "site":
+        # Another field moved: it shows, and the edit is made on the new version (it merges).
+        assert editor.fields["site"] == "changed at the office"
+        assert base == 2
+    else:
+        # The field typed in moved too: the edit keeps its base and meets it as a conflict.
+        assert base == 1
+
+
 def test_a_second_new_form_is_not_replaced_by_the_first_ones_save(
     run: Runner, services: Services, root: Any, store: Store
 ) -> None:

@@ -100,6 +100,7 @@ class AppViewModel(QObject):
 
     def start(self) -> None:
         """First reads, off the loop; call once the loop runs (or before `wait_idle`)."""
+        self._editor.start()
         self._work_orders.reload()
         self._status.refresh()
         self._dead.reload()
@@ -162,6 +163,8 @@ class AppViewModel(QObject):
         elif page == "review":
             self._review.refresh()
         if page != self._page:
+            if self._page == "editor":
+                self._editor.close()  # the core may let go of its work order
             self._page = page
             self.pageChanged.emit()
             self.titleChanged.emit()
@@ -199,6 +202,7 @@ class AppViewModel(QObject):
 
     def on_editor_changed(self) -> None:
         self._keep_offline.follow(self._editor.entityId if self._editor.loaded else "")
+        self._keep_offline.setUnsaved(self._editor.dirty)
         self._attachments.show(self._editor.entityId)
 
     def on_keep_offline_discarded(self, entity_id: str) -> None:

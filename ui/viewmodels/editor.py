@@ -1,5 +1,11 @@
 """The work-order editor: validates with the server's rules, saves to the local queue.
 
+While the editor shows a work order, the core keeps it on the device
+(`Operations.hold_for_editing`): a pull saying it is no longer assigned to this person marks it
+"No longer assigned to you" instead of removing it under the person's typing, and a save still
+queues the edit. It leaves when the editor shows something else or closes, once nothing of it
+is unsent.
+
 Save writes the cache and enqueues the job in one transaction (the core operation
 `Operations.save_edit`), offline or not; the row's badge turns "pending" at once because the
 operation's OpChanges names the record. Validation uses the mutation contract
@@ -82,6 +88,8 @@ class EditorViewModel(ViewModel):
         self._touched: set[str] = set()
         self._saving = False
         self._loaded = False
+        # The work order the core keeps on the device for this form ("": none).
+        self._held = ""
         # Counts the forms shown (each work order opened, each new form). A load or a save
         # that finishes after the person moved on must not put another record on screen, and
         # two new forms in a row are different forms.
@@ -97,6 +105,8 @@ class EditorViewModel(ViewModel):
     def _blank(self, entity_id: str, *, loaded: bool) -> None:
         """An empty form for ``entity_id`` ("" for a new one): nothing of another record."""
         self._generation += 1
+        if self._held and self._held != entity_id:
+            self._let_go()
         self._entity_id = entity_id
         self._original = dict(_BLANK)
         self._form = dict(_BLANK)
@@ -117,8 +127,35 @@ class EditorViewModel(ViewModel):
         self._blank(entity_id, loaded=False)
         self._tasks.start(self._load(entity_id, self._generation), "editor-load")
 
+    @Slot()
+    def close(self) -> None:
+        """The editor page closed: an empty form, and the core lets go of the work order."""
+        self._blank("", loaded=True)
+
+    def start(self) -> None:
+        """The app starts: what an earlier run's editor held goes (its typing went too)."""
+        self._tasks.start(self._services.operations.release_editing(), "editor-release-all")
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        if self._held:
+            held, self._held = self._held, ""
+            await self._services.operations.release_editing(held)
+
+    async def _hold(self, entity_id: str) -> bool:
+        return await self._services.operations.hold_for_editing(entity_id)
+
+    def _let_go(self) -> None:
+        held, self._held = self._held, ""
+        self._tasks.start(self._services.operations.release_editing(held), "editor-release")
+
     async def _load(self, entity_id: str, generation: int) -> None:
         try:
+            # Held before it is read: no pull can remove it in between.
+            if self._held != entity_id and await self._hold(entity_id):
+                self._held = entity_id
+                if generation != self._generation and self._entity_id != entity_id:
+                    self._let_go()  # the person opened another form meanwhile
             record, state = await self._services.executor.run(
                 _load, self._services.store, entity_id
             )
@@ -238,8 +275,30 @@ class EditorViewModel(ViewModel):
             self.on_bridge_records_changed(entity_ids)
 
     def on_bridge_records_changed(self, entity_ids: list[str]) -> None:
-        if self._entity_id and self._entity_id in entity_ids and not self.dirty:
+        if not self._entity_id or self._entity_id not in entity_ids:
+            return
+        if self.dirty:
+            self._tasks.start(self._follow(self._entity_id, self._generation), "editor-follow")
+        else:
             self._tasks.start(self._load(self._entity_id, self._generation), "editor-refresh")
+
+    async def _follow(self, entity_id: str, generation: int) -> None:
+        """The work order changed while the person types: the fields they did not touch take
+        the new values and the edit's base moves with them (so the save merges), unless one
+        they changed moved too (then the save meets it as a conflict, both values shown)."""
+        record, state = await self._services.executor.run(_load, self._services.store, entity_id)
+        if generation != self._generation or record is None or not self.dirty:
+            return
+        self._state = state
+        fresh = _as_form(record)
+        typed = {name: value for name, value in self._form.items() if value != self._original[name]}
+        if record["server_version"] != self._server_version and all(
+            fresh[name] == self._original[name] for name in typed
+        ):
+            self._original, self._form = fresh, {**fresh, **typed}
+            self._server_version = record["server_version"]
+            self._validate()
+        self.changed.emit()
 
     def on_bridge_job_states_changed(self, changes: list[dict[str, Any]]) -> None:
         if self._entity_id and any(c["entity_id"] == self._entity_id for c in changes):

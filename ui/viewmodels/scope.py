@@ -84,8 +84,14 @@ def offline_mark(record: dict[str, Any]) -> str:
     return f"{OFFLINE_MARK} · {PINNED_MARK}" if record.get("pinned") else OFFLINE_MARK
 
 
-def out_of_scope_detail(badge: str) -> str:
-    """What happens to a work order that left the scope, by the state of its unsent edits."""
+def out_of_scope_detail(badge: str, *, unsaved: bool = False) -> str:
+    """What happens to a work order that left the scope, by the state of its unsent edits
+    (and of the person's typing not saved yet: the editor keeps it here meanwhile)."""
+    if unsaved and badge not in ("conflict", "failed"):
+        return (
+            "Your changes are not saved yet: save them and they are sent to the server; "
+            "then it leaves this device. Or undo them."
+        )
     if badge == "conflict":
         return (
             "Your edit conflicts with the server's version: resolve the conflict, then it "
@@ -97,7 +103,7 @@ def out_of_scope_detail(badge: str) -> str:
             "Then it leaves this device."
         )
     if badge == "synced":
-        return "Your edits were delivered: it leaves this device with the next sync."
+        return "Nothing of yours waits to be sent: it leaves this device when you close it."
     return (
         "Your edits stay on this device and will be sent; then it leaves this device. "
         "Or discard them now."
@@ -127,6 +133,7 @@ class KeepOfflineViewModel(ViewModel):
         self._record: dict[str, Any] | None = None
         self._state: EntityJobState | None = None
         self._busy = False
+        self._unsaved = False
         self._generation = 0
         connect(services.bridge.recordsChanged, self.on_bridge_records_changed)
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
@@ -148,7 +155,18 @@ class KeepOfflineViewModel(ViewModel):
             _load, self._services.store, self._entity_id
         )
         if generation == self._generation:
+            was_here = self._record is not None and not self.outOfScope
             self._record, self._state = record, state
+            self.changed.emit()
+            if was_here and self.outOfScope:
+                # It left while on screen, maybe scrolled away from the card: say so once.
+                self.message.emit(f"{NO_LONGER_ASSIGNED}. {self.outOfScopeText}")
+
+    @Slot(bool)
+    def setUnsaved(self, unsaved: bool) -> None:
+        """The editor's form holds typing not saved yet (the words above depend on it)."""
+        if unsaved != self._unsaved:
+            self._unsaved = unsaved
             self.changed.emit()
 
     @Slot(bool)
@@ -235,7 +253,7 @@ class KeepOfflineViewModel(ViewModel):
             return ""
         services = self._services
         badge = badge_for(self._state, services.clock(), online=services.online)
-        return out_of_scope_detail(badge.kind)
+        return out_of_scope_detail(badge.kind, unsaved=self._unsaved)
 
     @Property(bool, notify=changed)
     def canDiscard(self) -> bool:
