@@ -125,3 +125,30 @@ def test_a_colleagues_photo_shows_its_thumbnail_from_the_server(
     # Not on this device: the tile shows the server's thumbnail, fetched on demand.
     run.until(lambda: thumbnail_shown(window), 20)
     see(run, window, "Uploaded")
+
+
+def test_the_list_row_counts_a_colleagues_photo_after_a_pull(
+    run: Runner, online: Online, office: Office, home: Path
+) -> None:
+    app_vm, window = online.app_vm, online.window
+    run.until(lambda: not app_vm.editor.unsynced, 20)
+    app_vm.back()
+    run(app_vm.wait_idle())
+    see(run, window, "Replace valve")
+    assert not count_shown(window, "1"), "no attachment yet"
+    office.sync(30)
+    Attachments(office.store).attach(online.entity_id, photo(home / "valve-closed.png", "#c63"))
+    office.sync(30)
+    # The photo leaves the work order's version alone; the pull names it, and the row repaints.
+    app_vm.status.syncNow()
+    run.until(lambda: count_shown(window, "1"), 20)
+
+
+def count_shown(window: QQuickWindow, text: str) -> bool:
+    """A list row's attachment count says ``text`` on screen."""
+    return any(
+        item.objectName() == "attachmentCountText"
+        and item.isVisible()
+        and item.property("text") == text
+        for item in walk(window.contentItem())
+    )
