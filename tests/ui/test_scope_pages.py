@@ -56,6 +56,22 @@ def left_the_scope(store: Store, entity_id: str) -> None:
         apply_departures(conn, [entity_id], store.clock())
 
 
+def check_scope_filters(window: Any) -> None:
+    """The four filters are on screen, touch-sized, named by their labels and told apart as
+    checked or not (check boxes) by a screen reader."""
+    for value, label in (
+        ("all", "All"),
+        ("mine", "Mine"),
+        ("team", "My team"),
+        ("pinned", "Pinned"),
+    ):
+        button = find(window, f"scopeFilter_{value}")
+        assert button.isVisible()
+        assert button.height() >= 48
+        assert accessible(button) == (Role.CheckBox, label)
+        assert shows(window, label)
+
+
 @pytest.fixture
 def anas_phone(store: Store) -> list[str]:
     write_identity(store, Identity(device="phone-ana", user="ana", team="north", role="worker"))
@@ -93,17 +109,7 @@ def test_mine_my_team_and_pinned_filter_the_list_on_screen(
     assert "Available offline" in QAccessible.queryAccessibleInterface(row).text(
         QAccessible.Text.Description
     )
-    # Touch-friendly choices, named by their labels, told apart as checked or not.
-    for value, label in (
-        ("all", "All"),
-        ("mine", "Mine"),
-        ("team", "My team"),
-        ("pinned", "Pinned"),
-    ):
-        button = find(window, f"scopeFilter_{value}")
-        assert accessible(button) == (Role.CheckBox, label)
-        assert button.height() >= 48
-        assert shows(window, label)
+    check_scope_filters(window)
     assert too_small_targets(window) == [] or size[0] > 400
 
     cases = {

@@ -33,6 +33,7 @@ from tests.ui.qml_driver import (
     walk,
 )
 from tests.ui.test_accessibility import accessible
+from tests.ui.test_scope_pages import check_scope_filters
 
 Role = QAccessible.Role
 
@@ -62,17 +63,7 @@ def test_filters_show_mine_my_team_and_pinned_each_row_available_offline(
     run.pause(0.2)
 
     # The filters: touch-sized buttons named by their labels, and every row says it is here.
-    for value, label in (
-        ("all", "All"),
-        ("mine", "Mine"),
-        ("team", "My team"),
-        ("pinned", "Pinned"),
-    ):
-        button = find(window, f"scopeFilter_{value}")
-        assert button.isVisible()
-        assert button.height() >= 48
-        assert accessible(button) == (Role.CheckBox, label)
-        assert shows(window, label)
+    check_scope_filters(window)
     assert too_small_targets(window) == []
     assert {"Replace valve", "Inspect fire doors"} <= texts_shown(window)
     assert "Meter reading" not in texts_shown(window)
