@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from app.records import validate_create
-from app.store import db as db_module
 from app.store import migrations
 from app.store.store import TOPIC_WORK_ORDERS, Store
 from server.embedded import EmbeddedServer
+from tests.store.store_support import at_schema
 from tests.support.api import ServerApi
 from tests.sync.sync_support import job_rows, make_store, sync_until_idle
 
@@ -25,13 +25,6 @@ SCOPE_VERSION = 6
 @pytest.fixture
 def server(server_on_each_backend: EmbeddedServer) -> EmbeddedServer:
     return server_on_each_backend
-
-
-def at_schema(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    """Open stores as the release that knew migrations up to ``version`` did."""
-    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:version])
-    monkeypatch.setattr(migrations, "LATEST_VERSION", version)
-    monkeypatch.setattr(db_module, "LATEST_VERSION", version)
 
 
 def old_update(store: Store, entity_id: str, fields: dict[str, Any], base: int | None) -> int:
