@@ -117,3 +117,30 @@ def test_undoing_the_typing_of_a_work_order_that_left_lets_it_go_when_closed(
     assert store.cache.get(entity_id) is None
     office.sync()
     assert office.store.cache.get(entity_id)["notes"] == "", "nothing was sent"
+
+
+def test_a_save_the_server_cannot_take_after_the_work_order_left_waits_for_the_person(
+    run: Runner, typing: Typing, office: Office, device: Device, store: Store, artifacts: Path
+) -> None:
+    app_vm, window, entity_id, said = typing
+    office.store.record_edit("delete", entity_id)  # the office deletes it meanwhile
+    office.sync()
+    click(window, find(window, "saveButton"))
+    run(device.engine.sync_now(), 30)
+    run.until(lambda: app_vm.editor.badge == "conflict", 20)
+    run(app_vm.wait_idle())
+    run.pause(0.1)
+    scroll_into_view(find(window, "noLongerAssignedText"))
+    run.pause(0.1)
+    assert shows(window, "No longer assigned to you")
+    assert shows(window, "Your edit conflicts with the server's version: resolve the conflict")
+    assert store.cache.get(entity_id) is not None, "kept on the device for the person"
+
+    click(window, find(window, "resolveConflictButton"))
+    run.until(lambda: app_vm.page == "conflict" and app_vm.conflicts.hasCurrent, 10)
+    run(app_vm.conflicts.wait_idle())
+    run.pause(0.1)
+    assert shows(window, "This work order was deleted on the server while you edited it.")
+    assert shows(window, "Gasket replaced"), "the typed text is there to keep or give up"
+    screenshot(window, artifacts / "scope-typing-deleted-conflict-360x720.png")
+    assert store.cache.get(entity_id) is not None, "the editor let go; the conflict keeps it"
