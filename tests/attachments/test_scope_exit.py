@@ -88,7 +88,7 @@ def usage(store: Store) -> Usage:
     return Retention(store, files.files, files.config).usage()
 
 
-async def test_a_colleagues_photo_leaves_with_its_work_order(
+async def test_a_colleagues_photo_leaves_with_its_work_order_or_its_removal(
     tmp_path: Path,
     store: Store,
     phone_b: Store,
@@ -120,6 +120,14 @@ async def test_a_colleagues_photo_leaves_with_its_work_order(
     assert not thumbnail.exists(), "and its cached thumbnail"
     assert kept_thumbnail.exists(), "a work order that stays keeps its thumbnail"
     assert usage(store) == Usage(0, 0, kept_thumbnail.stat().st_size), "budget freed"
+
+    # The other photo is removed by the office: its thumbnail goes too.
+    Attachments(phone_b).detach(other.id)
+    await sync_until_idle(phone_b, server.base_url, boss)
+    await sync_until_idle(store, server.base_url, ana)
+    assert Attachments(store).list_for(stays["id"]) == []
+    assert not kept_thumbnail.exists(), "a removed photo's thumbnail is not kept"
+    assert usage(store) == Usage(0, 0, 0)
 
 
 async def test_an_unsent_photo_keeps_its_work_order_until_it_is_uploaded(
