@@ -1,15 +1,30 @@
-"""`fieldsync pin`, `unpin`, `search` and `whoami` as a subprocess (issue 16)."""
+"""`fieldsync pin`, `unpin`, `search` and `whoami` as a subprocess (issue 16), against the
+server on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
+
+import pytest
 
 from server.embedded import provision_device
 from tests.e2e.conftest import run_cli
 from tests.support.api import ServerApi
+from tests.support.postgres import PostgresCluster
 from tests.support.serve import ServerProcess
 from tests.sync.sync_support import closed_port_url
+
+_databases = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def server_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    cluster: PostgresCluster = request.getfixturevalue("postgres")
+    return cluster.create_database(f"cli_scope_{next(_databases)}")
 
 
 def test_search_without_the_server_says_it_needs_a_connection(tmp_path: Path) -> None:
@@ -93,3 +108,11 @@ def test_search_pin_and_whoami_against_the_real_server(
     text = run_cli(data_dir, "--server", url, "search", "hydrant", token=token)
     line = next(line for line in text.stdout.splitlines() if line.startswith(pinned))
     assert " offline " in line
+
+    unpinned = run_cli(data_dir, "--server", url, "unpin", pinned, token=token)
+    assert unpinned.returncode == 0, unpinned.stderr
+    assert unpinned.stdout.strip() == f"unpinned {pinned}"
+    synced = run_cli(data_dir, "--server", url, "sync", "--until-idle", "--timeout", "30",
+                     token=token)  # fmt: skip
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(run_cli(data_dir, "list", "--json").stdout) == [], "not zed's: it left"

@@ -286,3 +286,20 @@ def test_migration_5_gives_old_attempts_reason_codes_and_keeps_history(
             ("transient", "gave_up"),
             (None, "lease_expired"),
         ]
+
+
+def test_migration_8_adds_editing_holds_and_keeps_a_full_queue(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at_schema(monkeypatch, 7)
+    ids = full_queue(data_dir)
+    with Store(data_dir) as old:
+        before = jobs_by_id(old)
+        assert "editing_holds" not in old.db.get_tables()
+    monkeypatch.undo()
+
+    with Store(data_dir) as store:
+        assert jobs_by_id(store) == before, "every queued edit as it was"
+        assert store.db.execute_sql("SELECT COUNT(*) FROM editing_holds").fetchone() == (0,)
+        # The queue goes on where it was: the pending create, then the edit queued after it.
+        assert [job.id for job in store.queue.claim("worker-2", limit=10)] == [ids["pending"]]
