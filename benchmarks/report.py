@@ -706,6 +706,9 @@ UPLOAD_CHAOS = (
      "{r[device_kills]} kills ({r[kills_during_a_patch]} during a PATCH)"),
     ("upload_server_kills", "the server SIGKILLed mid-PATCH (SQLite)",
      "{r[server_kills]} kills ({r[kills_during_a_patch]} during a PATCH)"),
+    ("upload_server_kills_postgresql_two_processes",
+     "one of two server processes SIGKILLed mid-PATCH (PostgreSQL, shared files)",
+     "{r[server_kills]} kills ({r[kills_during_a_patch]} during a PATCH)"),
 )  # fmt: skip
 
 
