@@ -116,3 +116,36 @@ def test_search_pin_and_whoami_against_the_real_server(
                      token=token)  # fmt: skip
     assert synced.returncode == 0, synced.stderr
     assert json.loads(run_cli(data_dir, "list", "--json").stdout) == [], "not zed's: it left"
+
+
+def test_a_sync_in_another_process_keeps_a_work_order_open_in_the_editor(
+    tmp_path: Path, server_db: str, server_process: ServerProcess
+) -> None:
+    """The background worker (here `fieldsync sync`, its own process) pulls while the app's
+    editor shows a work order that the office hands to someone else: it stays."""
+    from app.store.editing import hold_for_editing, release_editing
+    from app.store.store import Store
+
+    office = provision_device(server_db, "office", "admin")
+    token = provision_device(server_db, "ana-phone", user="ana", team="north")
+    api = ServerApi(server_process.base_url, office)
+    data_dir = tmp_path / "device"
+    url = server_process.base_url
+    sync = ("--server", url, "sync", "--until-idle", "--timeout", "30")
+    try:
+        order = api.create(title="Pump", assignee="ana")
+        assert run_cli(data_dir, *sync, token=token).returncode == 0
+        with Store(data_dir) as app:
+            assert hold_for_editing(app, order["id"]) is True  # the app's editor opens it
+            assert api.update(order["id"], order["version"], assignee="bo").status_code == 200
+            synced = run_cli(data_dir, *sync, token=token)
+            assert synced.returncode == 0, synced.stderr
+            row = app.cache.get(order["id"])
+            assert row is not None, "the other process's pull kept it"
+            assert row["no_longer_assigned"] is True
+            listed = run_cli(data_dir, "list")
+            assert "No longer assigned to you" in listed.stdout
+            assert release_editing(app, order["id"]) == {order["id"]}
+        assert json.loads(run_cli(data_dir, "list", "--json").stdout) == []
+    finally:
+        api.close()
