@@ -68,8 +68,12 @@ class UploadLedger:
 
     def moved(self, job: ClaimedJob, url: str | None, offset: int) -> bool:
         """The server holds ``offset`` bytes at ``url`` (None: start again with a new
-        upload); the job goes back to the queue for its next step. False: lease lost."""
-        with WriteTransaction(self.store.db, self.store.path) as conn:
+        upload); the job goes back to the queue for its next step. False: lease lost.
+
+        Without an fsync (`JobQueue.unsynced`): a power cut that forgets it leaves an older
+        offset (or no URL), and the uploader asks the server's offset (``HEAD``) after a
+        restart, or finds the same upload again by its attachment id (``POST``)."""
+        with self.store.queue.unsynced(), WriteTransaction(self.store.db, self.store.path) as conn:
             conn.execute(_SET_UPLOAD, (url, offset, job.payload["attachment_id"]))
             return self.store.queue.progress(job)
 

@@ -36,12 +36,13 @@ This class is the only writer of the ``jobs``, ``attempts``, ``conflicts`` (hold
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -182,16 +183,8 @@ class JobQueue(QueueSweeps, QueueHolds):
         """
         now = self.clock()
         until = now + self.config.lease_seconds
-        with storage_errors(self.path):
-            conn = connection(self.db)
-            relax = not conn.in_transaction and self._synchronous > _NORMAL
-            if relax:
-                conn.execute("PRAGMA synchronous=NORMAL")
-            try:
-                rows = conn.execute(CLAIM, (worker_id, until, now, now, topic, limit)).fetchall()
-            finally:
-                if relax:
-                    conn.execute(f"PRAGMA synchronous={self._synchronous}")
+        with storage_errors(self.path), self.unsynced() as conn:
+            rows = conn.execute(CLAIM, (worker_id, until, now, now, topic, limit)).fetchall()
         jobs = [
             ClaimedJob(
                 id=row[0],
@@ -213,6 +206,23 @@ class JobQueue(QueueSweeps, QueueHolds):
         ]
         jobs.sort(key=lambda job: (-job.priority, job.id))
         return jobs
+
+    @contextlib.contextmanager
+    def unsynced(self) -> Iterator[sqlite3.Connection]:
+        """The thread's connection, its commits meanwhile without an fsync (``synchronous=
+        NORMAL``), for writes a power cut may forget because they are learnt again: a lease
+        (its expiry), an upload's offset (the server's ``HEAD``). A process crash loses
+        nothing either way (WAL pages are in the OS), and the next fsynced commit makes
+        them durable too. Inside an open transaction the store's durability stays."""
+        conn = connection(self.db)
+        relax = not conn.in_transaction and self._synchronous > _NORMAL
+        if relax:
+            conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            yield conn
+        finally:
+            if relax:
+                conn.execute(f"PRAGMA synchronous={self._synchronous}")
 
     # -- outcomes ----------------------------------------------------------------------------
 
