@@ -46,11 +46,11 @@ from app.sync.status import SyncStatus
 from app.sync.transport import ServerClient
 from app.sync.tus import (
     CHECKSUM_MISMATCH,
+    ChecksumAhead,
     ChunkSizer,
     Next,
     TusReply,
     Verdict,
-    chunk_checksum,
     classify,
     create_upload,
     delete_upload,
@@ -87,6 +87,7 @@ class Uploader(EnginePart):
         self.thumbnails = Thumbnails(self.store, self.files, self.retention)
         config = self.config()
         self.chunks = ChunkSizer(config.upload_chunk_bytes, config.upload_chunk_max_bytes)
+        self.checksums = ChecksumAhead()
         #: Uploads whose offset this process has from the server itself (HEAD or a reply).
         self._known: set[str] = set()
         self._reheads: dict[str, int] = {}
@@ -234,9 +235,15 @@ class Uploader(EnginePart):
     async def _patch(self, job: ClaimedJob, row: UploadRow, url: str, offset: int) -> None:
         assert row.path is not None
         length = min(self.chunks.size, row.size - offset)
-        checksum = await asyncio.to_thread(chunk_checksum, row.path, offset, length)
+        checksum = await self.checksums.checksum(row.path, offset, length)
         started = self.clock.monotonic()
-        reply = await patch_chunk(self.client, url, row.path, offset, length, checksum)
+        after = offset + length  # its checksum is made while this chunk is on the wire
+        reply = await self.checksums.sending(
+            patch_chunk(self.client, url, row.path, offset, length, checksum),
+            row.path,
+            after,
+            min(self.chunks.size, row.size - after),
+        )
         self.bytes_sent += length
         if not await self._usable(job, row, reply, "patch", offset=offset):
             return
