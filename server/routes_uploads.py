@@ -13,12 +13,13 @@ a database row of the work order in the same write transaction as its change num
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import email.utils
 import hashlib
 import os
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 from starlette.concurrency import run_in_threadpool
@@ -116,6 +117,53 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+#: Body bytes hashed per hand-over to the worker thread: large enough that the hand-over costs
+#: nothing beside the hashing, small enough that memory stays flat.
+_HASH_BATCH = 1 << 20
+
+
+class _BackgroundHashes:
+    """The sha256 updates of a body (the chunk's, the whole file's), in a worker thread a
+    batch at a time and in order, while the event loop receives the next batch: hashing
+    releases the GIL, so it runs beside the receiving instead of after it. A request that
+    ends early abandons its batch harmlessly (it touches only these hash objects)."""
+
+    def __init__(self, digests: list[Any]) -> None:
+        self.digests = digests
+        self._batch: list[bytes] = []
+        self._size = 0
+        self._pending: asyncio.Future[None] | None = None
+
+    async def update(self, piece: bytes) -> None:
+        if not self.digests:
+            return
+        self._batch.append(piece)
+        self._size += len(piece)
+        if self._size >= _HASH_BATCH:
+            await self._hand_over()
+
+    async def finish(self) -> None:
+        """Every byte given so far is in the digests."""
+        await self._hand_over()
+        if self._pending is not None:
+            await self._pending
+            self._pending = None
+
+    async def _hand_over(self) -> None:
+        if self._pending is not None:
+            await self._pending
+            self._pending = None
+        if self._batch:
+            batch, self._batch, self._size = self._batch, [], 0
+            loop = asyncio.get_running_loop()
+            self._pending = loop.run_in_executor(None, self._hash, batch)
+
+    def _hash(self, batch: list[bytes]) -> None:
+        for digest in self.digests:
+            for piece in batch:
+                digest.update(piece)
+
+
 def _mismatch(detail: str) -> ApiError:
     return ApiError(460, {"error": "checksum_mismatch", "detail": detail})
 
@@ -158,6 +206,7 @@ async def _append(
     os.lseek(fd, start, os.SEEK_SET)
     chunk = hashlib.sha256() if expected is not None else None
     whole = context.hashes.resume(row.id, start)
+    hashes = _BackgroundHashes([digest for digest in (chunk, whole) if digest is not None])
     received = 0
     cut = False
     try:
@@ -167,12 +216,10 @@ async def _append(
                 raise ApiError(413, {"error": "payload_too_large", "detail": "past Upload-Length"})
             _write_all(fd, piece)
             received += len(piece)
-            if chunk is not None:
-                chunk.update(piece)
-            if whole is not None:
-                whole.update(piece)
+            await hashes.update(piece)
     except ClientDisconnect:
         cut = True
+    await hashes.finish()
     if chunk is not None and (cut or chunk.digest() != expected):
         os.ftruncate(fd, start)
         raise _mismatch("the chunk does not match Upload-Checksum")
