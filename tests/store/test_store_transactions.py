@@ -120,6 +120,19 @@ def test_claim_restores_full_durability_for_what_follows(store: Store) -> None:
     assert second.id != jobs[0].id
 
 
+def test_unsynced_commits_skip_the_fsync_then_full_durability_returns(store: Store) -> None:
+    with store.queue.unsynced(), WriteTransaction(store.db, store.path) as conn:
+        assert synchronous(store) == 1  # NORMAL: this commit is not fsynced
+        insert_counter(conn, "offset")
+    assert synchronous(store) == 2
+    assert count(store, "counters") == 1  # committed all the same
+    with pytest.raises(RuntimeError), store.queue.unsynced():
+        raise RuntimeError("a failed write")
+    assert synchronous(store) == 2
+    with WriteTransaction(store.db, store.path), store.queue.unsynced():
+        assert synchronous(store) == 2  # inside a caller's transaction nothing changes
+
+
 def test_a_new_work_order_is_never_chained_and_its_updates_are(store: Store) -> None:
     created = store.record_edit("create", None, {"title": "A"})
     store.record_edit("update", created.entity_id, {"notes": "x"})
