@@ -1,11 +1,16 @@
-"""The pure parts of the tus client: what a reply means, and how big the next chunk is."""
+"""The pure parts of the tus client: what a reply means, how big the next chunk is, and the
+checksum made ahead of the next chunk."""
 
 from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
 
 import pytest
 
 from app.states import Reason
-from app.sync.tus import ChunkSizer, Next, classify
+from app.sync.tus import ChecksumAhead, ChunkSizer, Next, chunk_checksum, classify
 
 MIB = 1 << 20
 
@@ -63,3 +68,38 @@ def test_chunks_shrink_on_a_slow_link_and_after_failures() -> None:
 def test_a_short_last_chunk_does_not_change_the_size() -> None:
     sizer = ChunkSizer()
     assert sizer.sent(1000, 5.0) == MIB
+
+
+async def test_the_next_chunks_checksum_is_made_while_the_current_one_is_sent(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "photo.jpg"
+    path.write_bytes(bytes(range(256)) * 4096)  # 1 MiB
+    ahead = ChecksumAhead()
+
+    async def send() -> str:
+        return "204"
+
+    assert await ahead.sending(send(), path, 4096, 8192) == "204"
+    made_ahead = chunk_checksum(path, 4096, 8192)
+    path.write_bytes(b"\0" * MIB)  # the bytes change after the checksum was made ahead
+    assert await ahead.checksum(path, 4096, 8192) == made_ahead
+    # Used once; another range, or the same range again, is read now.
+    assert await ahead.checksum(path, 4096, 8192) == chunk_checksum(path, 4096, 8192)
+    assert chunk_checksum(path, 4096, 8192) != made_ahead
+
+
+async def test_a_failed_send_leaves_no_checksum_ahead(tmp_path: Path) -> None:
+    path = tmp_path / "photo.jpg"
+    path.write_bytes(b"\1" * MIB)
+    ahead = ChecksumAhead()
+
+    async def cut() -> str:
+        raise OSError("connection reset")
+
+    with pytest.raises(OSError, match="connection reset"):
+        await ahead.sending(cut(), path, 0, MIB)
+    path.write_bytes(b"\2" * MIB)
+    assert await ahead.checksum(path, 0, MIB) == chunk_checksum(path, 0, MIB)
+    digest = base64.b64encode(hashlib.sha256(b"\2" * MIB).digest()).decode()
+    assert chunk_checksum(path, 0, MIB) == f"sha256 {digest}"
