@@ -223,13 +223,13 @@ async def _append(
     if chunk is not None and (cut or chunk.digest() != expected):
         os.ftruncate(fd, start)
         raise _mismatch("the chunk does not match Upload-Checksum")
-    await run_in_threadpool(os.fsync, fd)
     offset = start + received
     if offset < row.length:
-        await run_in_threadpool(move_offset, context.store, context.settings, row, offset)
+        await run_in_threadpool(_hold, fd, context, row, offset)
         if whole is not None:
             context.hashes.keep(row.id, offset, whole)
         return row
+    await run_in_threadpool(os.fsync, fd)
     context.hashes.forget(row.id)
     if whole is not None:
         digest = whole.hexdigest()
@@ -242,6 +242,12 @@ async def _append(
         raise _mismatch("the file does not match its sha256; the upload starts again at 0")
     await run_in_threadpool(complete_upload, context.store, context.blobs, row, device_name)
     return row
+
+
+def _hold(fd: int, context: ServerContext, row: Upload, offset: int) -> None:
+    """Make the bytes before `offset` durable, then record the offset (one worker hop)."""
+    os.fsync(fd)
+    move_offset(context.store, context.settings, row, offset)
 
 
 def _recover(context: ServerContext, device_name: str, row: Upload) -> Upload:

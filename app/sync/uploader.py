@@ -128,14 +128,15 @@ class Uploader(EnginePart):
 
     async def step(self) -> bool:
         """Claim one upload or removal and do one step of it (False: none was ready)."""
-        jobs = await self.executor.run(self.store.queue.claim, self.worker_id, 1, TOPIC_ATTACHMENTS)
-        if not jobs:
+        claimed = await self.executor.run(self._claim)
+        if claimed is None:
             return False
-        job = self.in_flight = jobs[0]
+        job, row = claimed
+        self.in_flight = job
         # Cancelled (a stop past its grace), the lease stays in ``in_flight``: the engine's
         # `release_in_flight` gives it back.
         try:
-            await self._step(job)
+            await self._step(job, row)
         except AuthError:
             self.in_flight = None
             await self.executor.run(self.store.queue.release, [job])
@@ -177,9 +178,15 @@ class Uploader(EnginePart):
             job, self.in_flight = self.in_flight, None
             await self.executor.run(self.store.queue.release, [job])
 
-    async def _step(self, job: ClaimedJob) -> None:
+    def _claim(self) -> tuple[ClaimedJob, UploadRow | None] | None:
+        """Blocking: the next ready upload or removal and its row, in one store call."""
+        jobs = self.store.queue.claim(self.worker_id, 1, TOPIC_ATTACHMENTS)
+        if not jobs:
+            return None
+        return jobs[0], self.ledger.load(str(jobs[0].payload["attachment_id"]))
+
+    async def _step(self, job: ClaimedJob, row: UploadRow | None) -> None:
         attachment_id = str(job.payload["attachment_id"])
-        row = await self.executor.run(self.ledger.load, attachment_id)
         if job.payload.get("op") == "remove":
             await self._remove(job, attachment_id, row)
             return
