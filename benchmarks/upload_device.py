@@ -14,7 +14,9 @@ Steps, each announced as one JSON line on stdout:
    during the upload and each is timed from the moment it is queued to the moment the server
    acknowledged it (its job `done`); the same edits are also timed with no upload running,
    once it has finished, as the baseline.
-3. `{"event": "done", "upload_s", "chunks", "edits", ...}` and exit 0; a failure prints
+3. `{"event": "done", "upload_s", "chunks_s", "chunks", "edits", ...}` and exit 0, where
+   `chunks_s` runs from the upload's creation (its POST answered) to `uploaded`: the chunks
+   alone, without the engine's start and its first pull. A failure prints
    `{"event": "failed", "error"}` and exits 1.
 """
 
@@ -58,6 +60,8 @@ class Timeline:
     def __init__(self, attachment_id: str) -> None:
         self.attachment_id = attachment_id
         self.progress: list[tuple[float, int]] = []  # (at, offset the server holds)
+        #: The first progress event: the upload exists on the server (its POST answered).
+        self.created_at: float | None = None
         self.uploaded_at: float | None = None
         self.failed: str | None = None
         self.done_at: dict[int, float] = {}
@@ -67,6 +71,8 @@ class Timeline:
         now = time.perf_counter()
         if isinstance(event, UploadProgress) and event.attachment_id == self.attachment_id:
             self.progress.append((now, event.offset))
+            if self.created_at is None:
+                self.created_at = now
             if event.state == AttachmentState.UPLOADED and self.uploaded_at is None:
                 self.uploaded_at = now
             elif event.state == AttachmentState.FAILED:
@@ -177,7 +183,9 @@ async def main_async(args: argparse.Namespace) -> int:
                     )
             await timeline.wait(lambda: timeline.uploaded_at is not None, 1800.0)
             assert timeline.uploaded_at is not None
+            assert timeline.created_at is not None
             upload_s = timeline.uploaded_at - started
+            chunks_s = timeline.uploaded_at - timeline.created_at
             if args.edits:
                 edits_alone = await timed_edits(
                     engine, store, timeline, entity_id, args.edits, "alone"
@@ -187,7 +195,7 @@ async def main_async(args: argparse.Namespace) -> int:
             runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
-        say("done", upload_s=round(upload_s, 4), size=view.size,
+        say("done", upload_s=round(upload_s, 4), chunks_s=round(chunks_s, 4), size=view.size,
             chunks=timeline.chunks(started), edits_behind=edits_behind,
             edits_alone_s=[round(s, 5) for s in edits_alone])  # fmt: skip
         return 0
