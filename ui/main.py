@@ -167,9 +167,8 @@ async def _run(
 
     app_vm = AppViewModel(services, on_signed_in=on_signed_in)
     qml = QQmlApplicationEngine()
-    window = load_window(
-        qml, app_vm, 1280, 800, dark=args.dark or None, high_contrast=args.high_contrast
-    )
+    size, dark = (args.width, args.height), args.dark or None
+    window = load_window(qml, app_vm, *size, dark=dark, high_contrast=args.high_contrast)
     app_vm.start()
     _watch_network(engine)
     if not holder.token:

@@ -5,9 +5,14 @@ by the project's venv: the tests talk to it over stdin/stdout, one JSON request 
 one JSON answer a line, as a separate process, so the venv needs nothing of the system's.
 
 Requests: {"op": "texts"}  → every showing node's name (and a text field's contents);
-          {"op": "click", "name": N, "role": R?, "prefix": bool?} → does the node's first
-              action (press); with "prefix", the first node whose name starts with N;
+          {"op": "click", "name": N, "role": R?, "prefix": bool?, "pointer": bool?} → does
+              the node's first action (press); with "prefix", the first node whose name
+              starts with N; with "pointer" (or a node with no press action: a list row, a
+              file dialog's entry), a mouse click on the node's centre, as a person taps it;
           {"op": "type", "name": N, "text": T} → focuses the field and types T;
+          {"op": "scroll", "name": N, "role": R?, "prefix": bool?, "clicks": C} → turns the
+              mouse wheel C notches over the showing node named N (down; up when C < 0),
+              as a person scrolls a page;
           {"op": "dump"} → the tree, for a failure message.
 Every answer is {"ok": true, ...} or {"ok": false, "error": "..."}.
 """
@@ -90,7 +95,8 @@ def handle(request: dict) -> dict:
             action = node.queryAction()
         except NotImplementedError:
             action = None
-        if action is not None and action.nActions > 0:
+        names = [action.getName(i) for i in range(action.nActions)] if action else []
+        if names and names[0] != "Set Focus" and not request.get("pointer"):
             action.doAction(0)
         else:  # a list row: tapped where it is on screen, as a person would
             box = node.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
@@ -105,6 +111,15 @@ def handle(request: dict) -> dict:
             raise LookupError(f"{request['name']!r} does not take the focus")
         time.sleep(0.2)
         pyatspi.Registry.generateKeyboardEvent(0, request["text"], pyatspi.KEY_STRING)
+        return {"ok": True}
+    if op == "scroll":
+        node = find(request["name"], request.get("role"), bool(request.get("prefix")))
+        box = node.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+        x, y = box.x + box.width // 2, box.y + box.height // 2
+        clicks = int(request["clicks"])
+        for _ in range(abs(clicks)):  # X11's wheel: button 4 up, button 5 down
+            pyatspi.Registry.generateMouseEvent(x, y, "b5c" if clicks > 0 else "b4c")
+            time.sleep(0.05)
         return {"ok": True}
     if op == "dump":
         lines = []

@@ -1,4 +1,5 @@
-"""End-to-end fixtures: `fieldsync-server serve` as a subprocess, and the `fieldsync` command."""
+"""End-to-end fixtures: `fieldsync-server serve` as a subprocess, the `fieldsync` command, and
+a private desktop for the GUI."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from server.embedded import provision_device
+from tests.e2e.desktop import Desktop
 from tests.support.serve import ServerProcess
 
 FIELDSYNC = Path(sys.executable).parent / "fieldsync"
@@ -59,3 +61,11 @@ def server_process(server_db: str) -> Iterator[ServerProcess]:
 @pytest.fixture
 def device_token(server_db: str, server_process: ServerProcess) -> str:
     return provision_device(server_db, "phone-e2e")
+
+
+@pytest.fixture
+def desktop() -> Iterator[Desktop]:
+    """A private desktop (Xvfb, D-Bus, AT-SPI) for one GUI test, stopped after it."""
+    running = Desktop().start()
+    yield running
+    running.stop()

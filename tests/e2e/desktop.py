@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 AGENT = Path(__file__).with_name("atspi_agent.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
@@ -38,6 +40,12 @@ def missing_tools() -> str:
     if probe.returncode != 0:
         return "python3-pyatspi is not installed"
     return ""
+
+
+def gui_marks() -> list[pytest.MarkDecorator]:
+    """A GUI test's marks: slow, and skipped (with the reason) where the tools are missing."""
+    why = missing_tools()
+    return [pytest.mark.slow, pytest.mark.skipif(bool(why), reason=why or "ok")]
 
 
 class Desktop:
@@ -113,6 +121,16 @@ class Gui:
                 [*command, *args], env={**desktop.env, "FIELDSYNC_TOKEN": token},
                 stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
+
+    @classmethod
+    def phone(cls, desktop: Desktop, tmp_path: Path, server_url: str, token: str) -> Gui:
+        """The app at a phone's size (360x720) syncing with `server_url`; its data in
+        `tmp_path/phone`, its log in `tmp_path/gui.log`."""
+        return cls(
+            desktop, tmp_path / "gui.log",
+            "--data-dir", str(tmp_path / "phone"), "--server", server_url, "--size", "360x720",
+            token=token,
+        )  # fmt: skip
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -190,9 +208,22 @@ class Screen:
         role: str | None = "push button",
         *,
         prefix: bool = False,
+        pointer: bool = False,
         timeout: float = 15.0,
     ) -> None:
-        self._act(timeout, op="click", name=name, role=role, prefix=prefix)
+        self._act(timeout, op="click", name=name, role=role, prefix=prefix, pointer=pointer)
+
+    def reveal(self, name: str, timeout: float = 30.0) -> None:
+        """Turn the mouse wheel over the window until a node called `name` is on screen (a
+        phone's page is taller than the screen; AT-SPI shows only what is in view)."""
+
+        def shown() -> bool:
+            if name in self.names():
+                return True
+            self.ask(op="scroll", name="", role="frame", prefix=True, clicks=5)
+            return False
+
+        self.until(shown, timeout, f"{name!r} scrolled into view")
 
     def type_text(self, name: str, text: str, timeout: float = 15.0) -> None:
         """Focus the field named `name` and type `text` (into what it holds)."""

@@ -15,31 +15,18 @@ import os
 import re
 import signal
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
-
 from server.embedded import provision_device
 from tests.e2e.conftest import run_cli
-from tests.e2e.desktop import Desktop, Gui, Screen, missing_tools
+from tests.e2e.desktop import Desktop, Gui, Screen, gui_marks
 from tests.support.api import ServerApi
 from tests.support.serve import ServerProcess
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(bool(missing_tools()), reason=missing_tools() or "ok"),
-]
+pytestmark = gui_marks()
 
 BULK = 3000
-
-
-@pytest.fixture
-def desktop() -> Iterator[Desktop]:
-    running = Desktop().start()
-    yield running
-    running.stop()
 
 
 def server_has(api: ServerApi, entity_id: str, **fields: object) -> bool:
@@ -67,11 +54,7 @@ def test_a_field_workers_day(tmp_path: Path, desktop: Desktop) -> None:
     office = ServerApi(server.base_url, provision_device(db, "office", "admin"))
     phone_token = provision_device(db, "phone-gui")
     data = tmp_path / "phone"
-    gui = Gui(
-        desktop, tmp_path / "gui.log",
-        "--data-dir", str(data), "--server", server.base_url, "--size", "360x720",
-        token=phone_token,
-    )  # fmt: skip
+    gui = Gui.phone(desktop, tmp_path, server.base_url, phone_token)
     screen: Screen | None = None
     try:
         gui.wait_running()
@@ -91,8 +74,11 @@ def test_a_field_workers_day(tmp_path: Path, desktop: Desktop) -> None:
         # The server dies; an edit is saved on the device and waits.
         os.kill(server.pid, signal.SIGKILL)
         screen.click("Replace valve at gate 4", role=None, prefix=True)
+        screen.reveal("Notes")
         screen.type_text("Notes", "Gasket replaced, valve greased")
+        screen.reveal("Save")
         screen.click("Save")
+        screen.click("Back")  # a phone shows the list or the editor, not both
         screen.wait(re.compile(r"^Replace valve at gate 4, (Pending|Sending|Retrying|Waiting)"))
         # "Sync now" finds the server gone and says so; the status bar says it too.
         screen.click("Sync now")
