@@ -94,6 +94,7 @@ _KIND_OF_REASON: dict[str, ErrorKind] = {
     Reason.REFUSED: "rejected",
     Reason.NOT_FOUND: "not_found",
     Reason.TOO_LARGE: "too_large",
+    Reason.UNSUPPORTED_TYPE: "rejected",
     Reason.GAVE_UP: "gave_up",
 }
 

@@ -22,6 +22,16 @@ from ui.viewmodels.attachment_words import UploadWords, percent, state_in_words,
         (UploadWords("failed", reason="the server refuses this file type"),
          "Failed: the server refuses this file type"),
         (UploadWords("failed"), "Failed: no reason recorded"),
+        # No link: nothing moves, so nothing claims to be uploading.
+        (UploadWords("waiting", size=100, link_down=True), "Waiting for a connection"),
+        (UploadWords("uploading", offset=45, size=100, link_down=True),
+         "Waiting for a connection · 45 % sent"),
+        (UploadWords("uploading", offset=0, size=100, link_down=True),
+         "Waiting for a connection"),
+        (UploadWords("uploading", offset=45, size=100, link_down=True, waits_for_unmetered=True),
+         "Waiting for Wi-Fi"),
+        (UploadWords("uploaded", offset=100, size=100, link_down=True), "Uploaded"),
+        (UploadWords("failed", reason="too large", link_down=True), "Failed: too large"),
     ],
 )  # fmt: skip
 def test_upload_states_read_as_the_issue_words_them(upload: UploadWords, words: str) -> None:

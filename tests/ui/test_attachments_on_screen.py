@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from app.attachments import Attachments, AttachmentView
-from app.events import EventBus, UploadProgress
+from app.events import ConnectivityChanged, EventBus, UploadProgress
 from app.states import AttachmentState
 from app.store.jobs import TOPIC_ATTACHMENTS
 from app.store.queue import Outcome
@@ -173,6 +173,13 @@ def test_the_strip_follows_the_uploaders_progress(
     bus.publish(UploadProgress(view.id, entity_id, AttachmentState.UPLOADING, 450, 1000))
     see(run, window, "Uploading 45 %")
     assert find(window, "attachmentProgress_0").property("value") == pytest.approx(0.45)
+    # The link goes: nothing moves now, and the tile does not pretend it does.
+    bus.publish(ConnectivityChanged("unreachable", "connection refused"))
+    see(run, window, "Waiting for a connection · 45 % sent")
+    assert not shows(window, "Uploading")
+    assert find(window, "attachmentProgress_0").property("value") == pytest.approx(0.45)
+    bus.publish(ConnectivityChanged("online", ""))
+    see(run, window, "Uploading 45 %")
     bus.publish(UploadProgress(view.id, entity_id, AttachmentState.UPLOADED, 1000, 1000))
     see(run, window, "Uploaded")
     assert not shows(window, "Uploading")

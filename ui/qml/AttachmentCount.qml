@@ -12,13 +12,14 @@ RowLayout {
     Accessible.role: Accessible.StaticText
     Accessible.name: (count === 1 ? "1 attachment" : count + " attachments") + (waiting ? ", " + waiting : "")
 
-    AttachmentIcon { size: 18; name: "attachment"; Layout.alignment: Qt.AlignVCenter }
+    AttachmentIcon { size: 18; name: "attachment"; Layout.alignment: Qt.AlignTop }
     FsLabel {
         objectName: "attachmentCountText"
         text: line.waiting ? line.count + " · " + line.waiting : String(line.count)
         color: line.waiting ? Theme.text : Theme.textMuted
         font.pixelSize: Theme.fontCaption
-        elide: Text.ElideRight
+        // "… · 1 file failed" is the part that needs the person: wrapped, never cut off.
+        wrapMode: Text.Wrap
         Layout.fillWidth: true
         Accessible.ignored: true
     }

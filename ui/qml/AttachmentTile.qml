@@ -62,9 +62,14 @@ FsCard {
             }
         }
         FsLabel {
+            // Camera names ("IMG_20261201_083015.jpg") differ at the end: two lines, not an
+            // ellipsis in the middle of a phone's half-width tile.
+            objectName: "attachmentName_" + tile.index
             text: tile.filename
             font.bold: true
-            elide: Text.ElideMiddle
+            wrapMode: Text.Wrap
+            maximumLineCount: 2
+            elide: Text.ElideRight
             Layout.fillWidth: true
             Accessible.ignored: true
         }
@@ -87,6 +92,8 @@ FsCard {
             objectName: "attachmentRetry_" + tile.index
             visible: tile.canRetry
             text: "Retry"
+            // Several tiles may have failed: the name says which file is sent again.
+            Accessible.name: "Retry: " + tile.filename
             Layout.fillWidth: true
             onClicked: tile.retryRequested(tile.attachmentId)
         }

@@ -27,6 +27,8 @@ class UploadWords:
     reason: str = ""
     #: The upload waits for an unmetered link (the person turned off sync on metered ones).
     waits_for_unmetered: bool = False
+    #: No link to the server now (offline, or the server does not answer): nothing moves.
+    link_down: bool = False
 
 
 def is_image(content_type: str) -> bool:
@@ -42,16 +44,21 @@ def percent(offset: int, size: int) -> int:
 
 
 def state_in_words(upload: UploadWords) -> str:
-    """`Uploading 45 %`, `Waiting for Wi-Fi`, `Waiting to upload`, `Uploaded`, `Failed: …`."""
+    """`Uploading 45 %`, `Waiting for Wi-Fi`, `Waiting to upload`, `Uploaded`, `Failed: …`;
+    with no link, `Waiting for a connection` (and how much of it the server already has):
+    "Uploading" while nothing can move would be untrue."""
     match upload.state:
         case "uploaded":
             return "Uploaded"
         case "failed":
             return f"Failed: {upload.reason or 'no reason recorded'}"
-        case "uploading" if not upload.waits_for_unmetered:
-            return f"Uploading {percent(upload.offset, upload.size)} %"
         case _ if upload.waits_for_unmetered:
             return "Waiting for Wi-Fi"
+        case _ if upload.link_down:
+            sent = percent(upload.offset, upload.size) if upload.state == "uploading" else 0
+            return "Waiting for a connection" + (f" · {sent} % sent" if sent else "")
+        case "uploading":
+            return f"Uploading {percent(upload.offset, upload.size)} %"
         case _:
             return "Waiting to upload"
 

@@ -98,7 +98,7 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
                 return "waiting" if words.waits_for_unmetered else words.state
             case "stateText":
                 return state_in_words(words)
-            case "progress":
+            case "progress":  # what the server has, also while the upload waits for a link
                 uploading = words.state == "uploading" and not words.waits_for_unmetered
                 return percent(words.offset, words.size) / 100 if uploading else -1.0
             case "canRetry":
@@ -110,14 +110,15 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
         # (the status bar says "Paused"): the photo says it waits for Wi-Fi, as a large one
         # not yet started does under that setting. One going up on Wi-Fi says so.
         unsent = row.state in (AttachmentState.WAITING, AttachmentState.UPLOADING)
-        paused = self._services.bridge.connectivity == "paused"
+        connectivity = self._services.bridge.connectivity
         large_waiting = row.waits_for_unmetered and row.state is AttachmentState.WAITING
         return UploadWords(
             state=str(row.state),
             offset=row.offset,
             size=row.size,
             reason=row.reason or "",
-            waits_for_unmetered=unsent and (large_waiting or paused),
+            waits_for_unmetered=unsent and (large_waiting or connectivity == "paused"),
+            link_down=unsent and connectivity in ("offline", "unreachable"),
         )
 
     # -- the work order ---------------------------------------------------------------------
@@ -272,9 +273,12 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
                 self._services.attachments.attach(entity_id, path), "Not added"
             )
             if not isinstance(added, Refused):
-                online = self._services.online
-                then = "Uploading…" if online else "It will be sent when the server is reachable."
-                self.message.emit(f"Added {added.filename}. {then}")
+                # Not "Uploading…": one failed request does not yet make the engine say the
+                # server is unreachable, so the link's state here may be a moment old. The
+                # tile says what the upload does; this says what is already true.
+                self.message.emit(
+                    f"Added {added.filename}. It stays on this device until the server has it."
+                )
         finally:
             self._busy = False
             self.changed.emit()
