@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from app.attachments.files import AttachmentFiles
+from app.attachments.retention import forget_departed
 from app.events import EventBus, OpChanges
 from app.mutations import validate_mutation
 from app.pending_export import ExportSummary, export_pending
@@ -158,7 +160,10 @@ class Operations:
         else:
             gone = await self.executor.run(release_editing, self.store, entity_id)
         if gone:
-            self._publish(OpChanges(frozenset(gone)))
+            # Their photos and files go with them, as after a pull.
+            files = AttachmentFiles(self.store.data_dir)
+            await self.executor.run(forget_departed, self.store, files)
+            self._publish(OpChanges(frozenset(gone), attachments=True))
         return gone
 
     async def retry_failed(self, job_id: int, payload: dict[str, Any] | None = None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,3 +123,35 @@ def test_export_to_an_unwritable_place_says_so_and_leaves_nothing(
     with pytest.raises(ExportError, match="could not write"):
         asyncio.run(operations.export_pending(blocker / "pending.json"))
     assert blocker.read_text() == "not a directory"
+
+
+def test_a_work_order_that_left_goes_with_its_files_when_the_editor_lets_go(
+    store: Store, ops: tuple[Operations, list[Event]], tmp_path: Path
+) -> None:
+    from app.attachments import Attachments
+    from app.attachments.files import AttachmentFiles
+    from app.store.jobs import TOPIC_ATTACHMENTS
+    from app.sync.reconcile import apply_page
+
+    operations, seen = ops
+    record = {"id": "6d1f3c7e-2f1a-4b7e-9a51-0c6f3f1e2a10", "version": 1, "title": "Pump",
+              "site": "", "status": "open", "priority": "normal", "notes": "",
+              "assignee": "ana", "team": "", "due_date": None, "deleted": False}  # fmt: skip
+    apply_page(store, [record], "1")
+    photo = tmp_path / "pump.jpg"
+    photo.write_bytes(b"\xff\xd8\xff" + b"0" * 1000)
+    Attachments(store).attach(record["id"], photo)
+    [upload] = store.queue.claim("w", topic=TOPIC_ATTACHMENTS)
+    store.queue.ack(upload)
+    assert asyncio.run(operations.hold_for_editing(record["id"])) is True
+    page = apply_page(store, [], "2", [record["id"]])
+    assert page.kept_unsent == {record["id"]}, "open in the editor: it stays"
+
+    kept = AttachmentFiles(store.data_dir).path_for(hashlib.sha256(photo.read_bytes()).hexdigest())
+    assert kept.exists()
+
+    assert asyncio.run(operations.release_editing(record["id"])) == {record["id"]}
+    assert store.cache.get(record["id"]) is None
+    assert store.read("SELECT COUNT(*) FROM attachments") == [(0,)], "its files went too"
+    assert not kept.exists()
+    assert seen[-1] == OpChanges(frozenset({record["id"]}), attachments=True)
