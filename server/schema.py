@@ -17,6 +17,7 @@ import peewee as pw
 from playhouse.migrate import SchemaMigrator, migrate
 
 from server.models import Tables
+from server.search_index import create_search_index
 
 __all__ = ["STEPS", "apply_steps"]
 
@@ -85,6 +86,7 @@ def _step4_covering_feed_index(db: pw.Database, tables: Tables) -> None:
 #: contiguous: each step is applied once, whichever landed first.
 STEPS: list[tuple[int, Step]] = [
     (1, _step1_people_and_teams),
+    (2, create_search_index),
     (4, _step4_covering_feed_index),
 ]
 

@@ -16,18 +16,18 @@ from fastapi import APIRouter, Query, Request
 from server.auth import AuthenticatedDevice
 from server.http import ApiError, CurrentDevice, ServerContext
 from server.models import WorkOrderRow
-from server.mutations import WIRE_FIELDS, record_columns_json
+from server.mutations import record_columns_json
 from server.openapi import Identity, PinReply, SearchPage, error_responses
 from server.pins import set_pin
 from server.scope import Scope
 from server.scope_feed import pinned_among
+from server.search import find_work_orders
 from server.wire import UrlInteger, wire_entity_id
 
 __all__ = ["device_scope", "may_read", "router"]
 
 router = APIRouter(prefix="/v1", tags=["scope"])
 
-_COLUMNS = (*WIRE_FIELDS, "created_by")
 # app.records.printable's rule, tab and line breaks included: PostgreSQL refuses a NUL.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -56,10 +56,6 @@ def me(device: CurrentDevice) -> dict[str, str]:
     return {"device": device.name, "user": device.user, "team": device.team, "role": device.role}
 
 
-def _like(text: str) -> str:
-    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
 @router.get(
     "/records",
     response_model=None,
@@ -85,27 +81,12 @@ def search_records(
         detail = "q: must not be blank or contain control characters"
         raise ApiError(422, {"error": "invalid_payload", "detail": detail})
     page_size = min(limit or settings.search_default_limit, settings.search_max_limit)
-    param, table = store.db.param, f'"{store.tables.WorkOrder._meta.table_name}"'
-    like = "ILIKE" if store.is_postgres else "LIKE"  # SQLite's LIKE ignores ASCII case
-    match = " OR ".join(f"\"{name}\" {like} {param} ESCAPE '\\'" for name in _SEARCHED)
-    where = [f'"id" > {param}', 'NOT "deleted"', f"({match})"]
-    params: list[Any] = [after, *[_like(q)] * len(_SEARCHED)]
-    if _restricted(context, device):
-        pins = f'"{store.tables.Pin._meta.table_name}"'
-        where.append(
-            f'("assignee" = {param} OR "created_by" = {param} OR ("team" <> \'\' AND "team" = '
-            f'{param}) OR "id" IN (SELECT "entity_id" FROM {pins} WHERE "user_name" = {param}))'
-        )
-        params += [device.user, device.user, device.team, device.user]
-    columns = ", ".join(f'"{name}"' for name in _COLUMNS)
-    sql = f'SELECT {columns} FROM {table} WHERE {" AND ".join(where)} ORDER BY "id" LIMIT {param}'
-    rows = [
-        dict(zip(_COLUMNS, values, strict=True))
-        for values in store.db.execute_sql(sql, [*params, page_size + 1])
-    ]
+    scope = device_scope(device)
+    rows = find_work_orders(
+        store, q, after, page_size + 1, scope if _restricted(context, device) else None
+    )
     has_more = len(rows) > page_size
     rows = rows[:page_size]
-    scope = device_scope(device)
     pinned = pinned_among(store, device.user, [row["id"] for row in rows])
     records = [
         {
@@ -116,9 +97,6 @@ def search_records(
         for row in rows
     ]
     return {"records": records, "next_cursor": rows[-1]["id"] if has_more else None}
-
-
-_SEARCHED = ("title", "site", "assignee")
 
 
 def _pin(request: Request, device: AuthenticatedDevice, entity_id: str, on: bool) -> Any:

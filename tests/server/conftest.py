@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from server.embedded import EmbeddedServer, start_server
 from tests.support.api import ServerApi
+from tests.support.postgres import PostgresCluster
 
 
 @pytest.fixture
@@ -44,3 +46,22 @@ def api(make_api: Callable[..., ServerApi]) -> ServerApi:
 @pytest.fixture
 def admin(make_api: Callable[..., ServerApi]) -> ServerApi:
     return make_api("office", "admin")
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh server database on each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'server.sqlite3'}"
+    cluster: PostgresCluster = request.getfixturevalue("postgres")
+    return cluster.create_database(f"server_{next(_databases)}")
+
+
+@pytest.fixture
+def served(db_url: str) -> Iterator[EmbeddedServer]:
+    """A server without a rate limit on `db_url`."""
+    with start_server(db_url, rate_limit_per_second=0) as running:
+        yield running

@@ -20,20 +20,6 @@ from tests.support.serve import ServerProcess
 _names = itertools.count()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'server.sqlite3'}"
-    cluster: PostgresCluster = request.getfixturevalue("postgres")
-    return cluster.create_database(f"scope_{next(_names)}")
-
-
-@pytest.fixture
-def served(db_url: str) -> Iterator[EmbeddedServer]:
-    with start_server(db_url, rate_limit_per_second=0) as running:
-        yield running
-
-
 Device = Callable[..., ServerApi]
 
 
