@@ -12,13 +12,14 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import peewee as pw
 
 from app.records import printable
 from server.database import Store
 from server.scope import Scope, stamp_device_scope
+from server.scope_legacy import end_legacy_scope
 
 __all__ = [
     "AuthenticatedDevice",
@@ -50,10 +51,19 @@ class AuthenticatedDevice:
     #: The person using the device; its team ("" for none).
     user: str = ""
     team: str = ""
+    #: A worker from before scopes that still sees everything (server/scope_legacy.py).
+    legacy: bool = False
+    #: The highest change token it pulled the feed from.
+    feed_position: int = 0
 
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
+
+    @property
+    def sees_everything(self) -> bool:
+        """An admin, or a legacy worker: its feed and search are the whole organisation."""
+        return self.is_admin or self.legacy
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,14 @@ class DeviceInfo:
     revoked_at: str | None
     user: str = ""
     team: str = ""
+    legacy: bool = False
+
+
+def _info(row: Any) -> DeviceInfo:
+    return DeviceInfo(
+        row.name, row.role, row.created_at, row.revoked_at, row.user_name, row.team,
+        bool(row.legacy_scope),
+    )  # fmt: skip
 
 
 def hash_token(token: str) -> str:
@@ -120,7 +138,9 @@ def set_device(
 
     In the same transaction the device is shown, at new change numbers, every work order of
     the scope keys it gains or loses (server/scope.py), so its next pull brings the newly
-    visible ones and says `out_of_scope` for the others, without a full download."""
+    visible ones and says `out_of_scope` for the others, without a full download. A legacy
+    device (server/scope_legacy.py) stops seeing everything: it is told each work order that
+    its scope does not hold."""
     if user is not None:
         _check_text("user", user, 200, empty=False)
     if team is not None:
@@ -133,10 +153,16 @@ def set_device(
         before = Scope(row.id, row.user_name, row.team, admin=False)
         row.user_name = row.user_name if user is None else user
         row.team = row.team if team is None else team
-        devices.update(user_name=row.user_name, team=row.team).where(devices.id == row.id).execute()
+        legacy, row.legacy_scope = row.legacy_scope, False
+        devices.update(user_name=row.user_name, team=row.team, legacy_scope=False).where(
+            devices.id == row.id
+        ).execute()
         after = Scope(row.id, row.user_name, row.team, admin=False)
-        stamp_device_scope(store, before, after, sequence)
-    return DeviceInfo(row.name, row.role, row.created_at, row.revoked_at, row.user_name, row.team)
+        if legacy:
+            end_legacy_scope(store, after, sequence)
+        else:
+            stamp_device_scope(store, before, after, sequence)
+    return _info(row)
 
 
 def revoke_device(store: Store, name: str) -> bool:
@@ -153,10 +179,7 @@ def revoke_device(store: Store, name: str) -> bool:
 
 def list_devices(store: Store) -> list[DeviceInfo]:
     devices = store.tables.Device
-    return [
-        DeviceInfo(row.name, row.role, row.created_at, row.revoked_at, row.user_name, row.team)
-        for row in devices.select().order_by(devices.name)
-    ]
+    return [_info(row) for row in devices.select().order_by(devices.name)]
 
 
 def authenticate(store: Store, authorization: str | None) -> AuthenticatedDevice | None:
@@ -176,5 +199,6 @@ def authenticate(store: Store, authorization: str | None) -> AuthenticatedDevice
         return None
     role: Role = "admin" if row.role == "admin" else "worker"
     return AuthenticatedDevice(
-        id=row.id, name=row.name, role=role, user=row.user_name, team=row.team
-    )
+        id=row.id, name=row.name, role=role, user=row.user_name, team=row.team,
+        legacy=bool(row.legacy_scope), feed_position=int(row.feed_position),
+    )  # fmt: skip

@@ -7,7 +7,7 @@
                                                    # token on the last stdout line
     fieldsync-server set-device phone-1 --user ana --team south
     fieldsync-server revoke-device phone-1
-    fieldsync-server list-devices   # name, role, created, state, user, team (tab-separated)
+    fieldsync-server list-devices   # name, role, created, state, user, team, sees (tab-separated)
     fieldsync-server prune-keys
 
 Every subcommand takes `--db URL` (default `FIELDSYNC_SERVER_DB`, else a SQLite file in the
@@ -31,6 +31,7 @@ from server.app import create_app
 from server.auth import (
     ROLES,
     DeviceExistsError,
+    DeviceInfo,
     add_device,
     list_devices,
     revoke_device,
@@ -149,6 +150,15 @@ def _person_options(
     """`--user` and `--team`: who uses a device; `None` is "not given"."""
     sub.add_argument("--user", default=None, help=user_help)
     sub.add_argument("--team", default=team_default, help=team_help)
+
+
+def _sees(device: DeviceInfo) -> str:
+    """What the device's feed carries, for list-devices' last column."""
+    if device.role == "admin":
+        return "everything"
+    if device.legacy:
+        return "everything (from before scopes: set-device to scope it)"
+    return "its scope"
 
 
 def _positive_int(text: str) -> int:
@@ -274,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 state = f"revoked {device.revoked_at}" if device.revoked_at else "active"
                 print(
                     f"{device.name}\t{device.role}\t{device.created_at}\t{state}"
-                    f"\t{device.user}\t{device.team}"
+                    f"\t{device.user}\t{device.team}\t{_sees(device)}"
                 )
         elif args.command == "prune-keys":
             settings = dataclasses.replace(

@@ -51,6 +51,10 @@ class Device(_Base):
     #: The person using the device (a work order's `assignee`); several devices may share one.
     user_name = pw.CharField(max_length=200, default="")
     team = pw.CharField(max_length=100, default="")
+    #: A worker from before scopes: its feed is everything until `set-device` (scope_legacy).
+    legacy_scope = pw.BooleanField(default=False)
+    #: The highest `since` it pulled the feed from: it holds every change up to there.
+    feed_position = pw.BigIntegerField(default=0)
 
 
 class WorkOrderRow(_Base):

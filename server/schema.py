@@ -17,6 +17,7 @@ import peewee as pw
 from playhouse.migrate import SchemaMigrator, migrate
 
 from server.models import Tables
+from server.scope_legacy import backfill_scope_entries, mark_legacy_devices
 from server.search_index import create_search_index
 
 __all__ = ["STEPS", "apply_steps"]
@@ -67,6 +68,22 @@ def _step1_people_and_teams(db: pw.Database, tables: Tables) -> None:
     devices.update(user_name=devices.name).where(devices.user_name == "").execute()
 
 
+def _step3_devices_before_scopes(db: pw.Database, tables: Tables) -> None:
+    """Devices gain `legacy_scope` (see server/scope_legacy.py) and `feed_position` (the last
+    change token they pulled from, for pruning); workers from before scopes become legacy, and
+    work orders from before scopes get their scope entries."""
+    _add_missing(
+        db,
+        tables.Device._meta.table_name,
+        {
+            "legacy_scope": pw.BooleanField(default=False),
+            "feed_position": pw.BigIntegerField(default=0),
+        },
+    )
+    mark_legacy_devices(tables)
+    backfill_scope_entries(db, tables)
+
+
 def _step4_covering_feed_index(db: pw.Database, tables: Tables) -> None:
     """The feed's `scope_entry (key, seq)` index gains `entity_id`, which the feed reads too.
 
@@ -87,6 +104,7 @@ def _step4_covering_feed_index(db: pw.Database, tables: Tables) -> None:
 STEPS: list[tuple[int, Step]] = [
     (1, _step1_people_and_teams),
     (2, create_search_index),
+    (3, _step3_devices_before_scopes),
     (4, _step4_covering_feed_index),
 ]
 

@@ -33,11 +33,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def device_scope(device: AuthenticatedDevice) -> Scope:
-    return Scope(device.id, device.user, device.team, admin=device.is_admin)
+    return Scope(device.id, device.user, device.team, admin=device.sees_everything)
 
 
 def _restricted(context: ServerContext, device: AuthenticatedDevice) -> bool:
-    return not device.is_admin and context.settings.worker_search == "scope"
+    return not device.sees_everything and context.settings.worker_search == "scope"
 
 
 def may_read(context: ServerContext, device: AuthenticatedDevice, row: WorkOrderRow) -> bool:
