@@ -29,6 +29,7 @@ from server.openapi import error_responses
 from server.openapi_inputs import exact_document
 from server.ratelimit import RateLimiter
 from server.ratelimit_shared import SharedRateLimiter
+from server.scope_prune import prune_scope_entries
 from server.settings import Settings
 from server.uploads import prune_expired_uploads, prune_unused_files
 
@@ -47,8 +48,10 @@ def _prune_forever(context: ServerContext, stop: threading.Event) -> None:
             removed = prune_expired_uploads(context.store, context.blobs, context.settings)
             removed += prune_unused_files(context.store, context.blobs, context.settings)
             log_event(logger, logging.INFO, "pruned uploads and files", removed=removed)
+            removed = prune_scope_entries(context.store)
+            log_event(logger, logging.INFO, "pruned scope entries", removed=removed)
         except Exception:
-            logger.exception("pruning idempotency keys or uploads failed; will retry")
+            logger.exception("pruning keys, uploads or scope entries failed; will retry")
         if stop.wait(context.settings.prune_interval_seconds):
             return
 

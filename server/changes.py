@@ -23,6 +23,7 @@ from server.models import BIGINT_MAX
 from server.mutations import record_json
 from server.openapi import ChangesPage, RecordRead, error_responses
 from server.scope_feed import feed_page
+from server.scope_prune import note_feed_position
 from server.scope_routes import device_scope, may_read
 from server.wire import UrlInteger, wire_entity_id
 
@@ -61,6 +62,8 @@ def get_changes(
     after = _parse_since(since)
     settings = context.settings
     page_size = min(limit or settings.changes_default_limit, settings.changes_max_limit)
+    # Asking from `after` says the device holds everything up to it: pruning may pass it.
+    note_feed_position(context.store, device.id, after, device.feed_position)
     return feed_page(context.store, device_scope(device), after, page_size)
 
 

@@ -181,7 +181,7 @@ class ScopeEntry(_Base):
     device whose own scope changed). The feed reads `(key, seq)` ranges from an index that
     also holds `entity_id`, so a page reads a few index pages of its keys and never the
     table's rows, scattered as they are over all work orders; writes find a work order's keys
-    by `entity_id`.
+    by `entity_id`. Absent rows go once no feed page needs them (server/scope_prune.py).
     """
 
     key = pw.CharField(max_length=210)
