@@ -39,14 +39,7 @@ def device(served: EmbeddedServer) -> Iterator[Device]:
 
 def pull(api: ServerApi, since: str | None = None, limit: int = 3) -> tuple[list[Any], str]:
     """Every entry after `since`, paging by `limit`; and the token to go on from."""
-    entries: list[Any] = []
-    while True:
-        page = api.changes(since, limit)
-        entries += page["changes"]
-        since = page["next"]
-        if not page["has_more"]:
-            assert since is not None
-            return entries, since
+    return api.pull(since, limit)
 
 
 def held(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

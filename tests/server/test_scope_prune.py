@@ -17,15 +17,8 @@ from tests.support.api import ServerApi
 _names = itertools.count()
 
 
-def pull(api: ServerApi, since: str | None = None, limit: int = 2) -> tuple[list[Any], str]:
-    entries: list[Any] = []
-    while True:
-        page = api.changes(since, limit)
-        entries += page["changes"]
-        since = page["next"]
-        if not page["has_more"]:
-            assert since is not None
-            return entries, since
+def pull(api: ServerApi, since: str | None = None) -> tuple[list[Any], str]:
+    return api.pull(since, limit=2)
 
 
 def absent(store: Store, key: str | None = None) -> int:

@@ -91,14 +91,7 @@ def old_device(served: EmbeddedServer, name: str) -> ServerApi:
 
 
 def pull(api: ServerApi, since: str | None = None) -> tuple[list[Any], str]:
-    entries: list[Any] = []
-    while True:
-        page = api.changes(since, 2)
-        entries += page["changes"]
-        since = page["next"]
-        if not page["has_more"]:
-            assert since is not None
-            return entries, since
+    return api.pull(since, limit=2)
 
 
 def listed(url: str, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:

@@ -71,6 +71,18 @@ class ServerApi:
         page: dict[str, Any] = response.json()
         return page
 
+    def pull(self, since: str | None = None, limit: int = 3) -> tuple[list[Any], str]:
+        """Every feed entry after `since` (records and `out_of_scope`), paging by `limit`;
+        and the token to go on from."""
+        entries: list[Any] = []
+        while True:
+            page = self.changes(since, limit)
+            entries += page["changes"]
+            since = page["next"]
+            if not page["has_more"]:
+                assert since is not None
+                return entries, since
+
     def all_changes(self, limit: int = 100) -> list[dict[str, Any]]:
         records: list[dict[str, Any]] = []
         since: str | None = None
