@@ -498,6 +498,35 @@ def _goodput_cpu(goodput: dict[str, Any]) -> str:
     return (" " + "; ".join(said) + ".") if said else ""
 
 
+def render_search(runs: dict[str, Run]) -> str:
+    run = runs["search_bench"]
+    sizes = [str(size) for size in run["metadata.sizes"]]
+    terms = run["metadata.terms"]
+    labels = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+    measured_on = run["backends"]
+    parts = [
+        f"{labels[key]}: not measured in this run." for key in labels if key not in measured_on
+    ]
+    for backend, figures in measured_on.items():
+        label = labels[backend]
+        rows = []
+        for name, text in terms.items():
+            cells = []
+            for size in sizes:
+                term = figures[size]["terms"][name]
+                index, scan = term["index"], term["scan"]
+                cells.append(
+                    f"{index['p50_ms']} / {index['p99_ms']} ms (scan {scan['p50_ms']} / "
+                    f"{scan['p99_ms']} ms, {term['scan_vs_index_p50']}×)"
+                )
+            rows.append((f"{name}: “{text}”", *cells))
+        header = [f"{label}: index p50 / p99 (LIKE scan, scan ÷ index)",
+                  *(f"{int(size):,} work orders" for size in sizes)]  # fmt: skip
+        parts.append(table(header, rows))
+    mode = "Quick" if run["metadata.quick"] else "Full"
+    return "\n\n".join(parts) + f"\n\n{mode} run.\n{measured(run)}\n"
+
+
 CHAOS_RUNS = (("chaos", "`make test`"), ("chaos-large", "`make chaos`"))
 # Rows of the chaos tables: a label and a template over one run's figures (``{r[a.b]}`` is the
 # figure ``a.b``), rendered once per chaos run, side by side.
@@ -752,6 +781,7 @@ BLOCKS: dict[str, Block] = {
     "server": Block(("server_bench",), render_server),
     "upload": Block(("upload_bench",), render_upload),
     "scope": Block(("scope_bench",), render_scope),
+    "search": Block(("search_bench",), render_search),
     "reliability-summary": Block(CHAOS, render_reliability_summary),
     "chaos-devices": Block(CHAOS, render_chaos_devices),
     "chaos-server-kills": Block(CHAOS, render_chaos_server_kills),
@@ -767,6 +797,7 @@ COMMANDS = {
     "server_bench": "benchmarks/server_bench.py --json benchmarks/results/server_bench.json",
     "upload_bench": "benchmarks/upload_bench.py --json benchmarks/results/upload_bench.json",
     "scope_bench": "benchmarks/scope_bench.py --json benchmarks/results/scope_bench.json",
+    "search_bench": "benchmarks/search_bench.py --json benchmarks/results/search_bench.json",
     "chaos": "FIELDSYNC_CHAOS_RESULTS=1 pytest tests/chaos",
     "chaos-uploads": "FIELDSYNC_CHAOS_RESULTS=1 pytest tests/chaos/test_upload_chaos.py",
     "chaos-large": "FIELDSYNC_CHAOS_RESULTS=1 FIELDSYNC_CHAOS_SCALE=large pytest tests/chaos",
