@@ -16,6 +16,7 @@ import pytest
 from server.auth import hash_token
 from server.cli import main
 from server.embedded import EmbeddedServer, start_server
+from server.scope_prune import prune_scope_entries
 from tests.support.api import ServerApi
 from tests.support.postgres import PostgresCluster
 
@@ -94,6 +95,15 @@ def pull(api: ServerApi, since: str | None = None) -> tuple[list[Any], str]:
     return api.pull(since, limit=2)
 
 
+def stamps(served: EmbeddedServer, name: str) -> int:
+    """How many scope entries the device's own `d:` key holds."""
+    store = served.store
+    devices = store.tables.Device
+    key = f"d:{devices.get(devices.name == name).id}"
+    entries = store.tables.ScopeEntry
+    return int(entries.select().where(entries.key == key).count())
+
+
 def listed(url: str, capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
     capsys.readouterr()
     assert main(["list-devices", "--db", url]) == 0
@@ -129,10 +139,17 @@ def test_old_devices_keep_everything_until_set_device_scopes_them(
         capsys.readouterr()
         assert main(["set-device", "--db", old_url, "phone-1", "--user", "ana"]) == 0
         assert listed(old_url, capsys)["phone-1"] == "its scope"
-        after, since = pull(phone, since)
         ana_ids = {e["id"] for e in before if e["assignee"] == "ana"}
+        left = len(before) - len(ana_ids)
+        # The device's own stamps wait for its pull, then pruning removes them.
+        prune_scope_entries(served.store)
+        assert stamps(served, "phone-1") == left
+        after, since = pull(phone, since)
         assert all(e.get("out_of_scope") for e in after)
         assert {e["id"] for e in after} == {e["id"] for e in before} - ana_ids
+        assert pull(phone, since)[0] == []
+        prune_scope_entries(served.store)
+        assert stamps(served, "phone-1") == 0
         assert pull(phone, since)[0] == []
         found = phone.client.get("/v1/records", params={"q": "old job"}).json()["records"]
         assert {r["id"] for r in found} == ana_ids
