@@ -13,16 +13,28 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 import traceback
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.sync.engine import SyncConfig  # noqa: E402
+from app.events import EventBus, SyncProgress  # noqa: E402
+from app.store.store import Store  # noqa: E402
+from app.sync.engine import SyncConfig, SyncEngine  # noqa: E402
 
-__all__ = ["UNLIMITED_RATE", "DeviceChild", "engine_config", "run_child", "say"]
+__all__ = [
+    "UNLIMITED_RATE",
+    "DeviceChild",
+    "TimedSync",
+    "engine_config",
+    "run_child",
+    "say",
+    "timed_sync",
+]
 
 #: The device's own request-rate limit protects a shared server; here it is not measured.
 UNLIMITED_RATE = 1e6
@@ -37,6 +49,39 @@ def engine_config(server_url: str, **overrides: Any) -> SyncConfig:
         **overrides,
     }
     return SyncConfig(server_url=server_url, **settings)
+
+
+@dataclass(frozen=True)
+class TimedSync:
+    total_s: float  # engine start to idle: what the person waits for
+    pull_s: float  # first pull event to the idle after it
+    received: int  # changes the pull brought (its last event's `done`)
+
+
+async def timed_sync(store: Store, config: SyncConfig, token: str, timeout_s: float) -> TimedSync:
+    """Run a new engine on ``store`` until it has pulled and gone idle, timed by its events."""
+    events = EventBus()
+    marks: dict[str, float] = {}
+    received = [0]
+
+    def on_event(event: object) -> None:
+        if not isinstance(event, SyncProgress) or "idle" in marks:
+            return
+        if event.phase == "pull":
+            marks.setdefault("pull", time.perf_counter())
+            received[0] = event.done
+        elif event.phase == "idle" and "pull" in marks:
+            marks["idle"] = time.perf_counter()
+
+    events.subscribe(on_event)
+    engine = SyncEngine(store, config, events, token=lambda: token)
+    started = time.perf_counter()
+    idle = await engine.run_until_idle(timeout_s)
+    finished = time.perf_counter()
+    engine.executor.shutdown()
+    if not idle or "idle" not in marks:
+        raise RuntimeError(f"the engine did not pull and go idle within {timeout_s:.0f} s")
+    return TimedSync(finished - started, marks["idle"] - marks["pull"], received[0])
 
 
 def say(event: str, **fields: Any) -> None:

@@ -56,16 +56,14 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_device import DeviceChild, engine_config  # noqa: E402
+from bench_device import DeviceChild, engine_config, timed_sync  # noqa: E402
 from bench_server import ServerProcess  # noqa: E402
 from cpu_probe import CpuWindow, PostgresWaits, postmaster_pid, tree  # noqa: E402
 from results_file import RunWindow, add_json_option, publish, write_results  # noqa: E402
 from seed import NEW_WORKER, Population, provision, seed_work_orders  # noqa: E402
 from seed_cache import cached_seed, keep_seed  # noqa: E402
 
-from app.events import EventBus, SyncProgress  # noqa: E402
 from app.store.store import Store  # noqa: E402
-from app.sync.engine import SyncEngine  # noqa: E402
 from server.database import open_store  # noqa: E402
 from tests.support.postgres import PostgresUnavailable, running_postgres  # noqa: E402
 
@@ -116,25 +114,9 @@ class Pull:
 
 
 async def _first_sync(store: Store, base_url: str, token: str) -> Pull:
-    events = EventBus()
-    marks: dict[str, float] = {}
-
-    def on_event(event: object) -> None:
-        if isinstance(event, SyncProgress) and event.phase == "pull":
-            marks.setdefault("pull", time.perf_counter())
-        elif isinstance(event, SyncProgress) and event.phase == "idle" and "pull" in marks:
-            marks.setdefault("idle", time.perf_counter())
-
-    events.subscribe(on_event)
-    engine = SyncEngine(store, engine_config(base_url), events, token=lambda: token)
-    started = time.perf_counter()
-    idle = await engine.run_until_idle(3600.0)
-    finished = time.perf_counter()
-    engine.executor.shutdown()
-    if not idle or "idle" not in marks:
-        raise RuntimeError("the first sync did not finish")
+    timed = await timed_sync(store, engine_config(base_url), token, 3600.0)
     cached = store.db.execute_sql("SELECT COUNT(*) FROM work_orders").fetchone()[0]
-    return Pull(finished - started, marks["idle"] - marks["pull"], int(cached))
+    return Pull(timed.total_s, timed.pull_s, int(cached))
 
 
 def first_sync(root: Path, base_url: str, token: str) -> Pull:

@@ -48,17 +48,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from bench_device import UNLIMITED_RATE, engine_config, timed_sync
 from bench_server import ServerProcess, free_port, temp_dir
 from results_file import add_json_option, write_results
 
-from app.events import ConnectivityChanged, EventBus, SyncProgress
+from app.events import ConnectivityChanged, EventBus
 from app.records import validate_create
 from app.store.store import Store
 from app.sync.engine import SyncConfig, SyncEngine
 
 FIELDS = {"title": "Replace pump seal", "site": "Depot 4, bay 2", "notes": "Leaks at 3 bar."}
 BATCH = 100
-UNLIMITED_RATE = 1e6
 DRAIN_TARGET = 0.70
 DRAIN_LIMIT_S = 1800.0
 #: Batches the engine keeps on the wire; the ingest reference keeps as many.
@@ -103,16 +103,6 @@ QUICK = Plan(
 def records(count: int) -> Iterator[dict[str, Any]]:
     for index in range(count):
         yield {**FIELDS, "title": f"Work order {index}"}
-
-
-def engine_config(base_url: str, batch_size: int) -> SyncConfig:
-    return SyncConfig(
-        server_url=base_url,
-        batch_size=batch_size,
-        request_rate=UNLIMITED_RATE,
-        request_burst=UNLIMITED_RATE,
-        reconnect_jitter_s=0,
-    )
 
 
 def server_count(base_url: str, token: str) -> int:
@@ -181,7 +171,7 @@ async def _drain(
 ) -> DrainResult:
     engine = SyncEngine(
         store,
-        engine_config(base_url, batch_size),
+        engine_config(base_url, batch_size=batch_size),
         EventBus(),
         token=lambda: token,
         transport=_transport(connection),
@@ -277,30 +267,10 @@ class ReconcileResult:
 
 
 async def _reconcile(store: Store, base_url: str, token: str, changes: int) -> ReconcileResult:
-    events = EventBus()
-    marks: dict[str, float] = {}
-    pulled: list[int] = []
-    received = [0]
-
-    def on_event(event: object) -> None:
-        if isinstance(event, SyncProgress) and event.phase == "pull":
-            marks.setdefault("pull", time.perf_counter())
-            received[0] = event.done  # the last pull event says how many changes came
-        elif isinstance(event, SyncProgress) and event.phase == "idle" and "idle" not in marks:
-            marks["idle"] = time.perf_counter()
-            pulled.append(received[0])
-
-    events.subscribe(on_event)
-    engine = SyncEngine(store, engine_config(base_url, BATCH), events, token=lambda: token)
-    started = time.perf_counter()
-    idle = await engine.run_until_idle(600.0)
-    finished = time.perf_counter()
-    engine.executor.shutdown()
-    if not idle or "idle" not in marks:
-        raise RuntimeError("the engine did not finish reconciling")
-    if pulled != [changes]:
-        raise RuntimeError(f"pulled {pulled} changes, expected {changes}")
-    return ReconcileResult(changes, marks["idle"] - marks["pull"], finished - started)
+    timed = await timed_sync(store, engine_config(base_url, batch_size=BATCH), token, 600.0)
+    if timed.received != changes:
+        raise RuntimeError(f"pulled {timed.received} changes, expected {changes}")
+    return ReconcileResult(changes, timed.pull_s, timed.total_s)
 
 
 # -- idle CPU (a separate worker process) ---------------------------------------------------
@@ -364,7 +334,9 @@ def idle_child(root: Path, seconds: float, pending: int, port: int) -> None:
                     offline_at.append((time.perf_counter(), cpu_now()))
 
         events.subscribe(on_event)
-        engine = SyncEngine(store, engine_config(base_url, BATCH), events, token=lambda: "x")
+        engine = SyncEngine(
+            store, engine_config(base_url, batch_size=BATCH), events, token=lambda: "x"
+        )
         probes = [0]
         healthz = engine.client.healthz
 
