@@ -89,7 +89,7 @@ QUICK = Plan(sizes=(1_000, 10_000), runs=3, admin_runs_large=1, admin_device_max
              feed_queries=200,
              drain_edits=40, drain_runs=1)  # fmt: skip
 FULL = Plan(sizes=(10_000, 1_000_000), runs=5, admin_runs_large=1, admin_device_max=100_000,
-            feed_queries=400, drain_edits=100, drain_runs=1)  # fmt: skip
+            feed_queries=400, drain_edits=100, drain_runs=2)  # fmt: skip
 
 
 class WorkersServer(ServerProcess):
