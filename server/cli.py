@@ -183,6 +183,12 @@ class _ServeApp:
         return create_app(self.settings)
 
 
+# uvicorn's supervisor kills a worker that does not answer its ping within this time, and a
+# starting worker answers only once it has imported the app: its default of 5 s killed every
+# worker of a busy host while it was still importing, restarting them forever.
+_WORKER_HEALTHCHECK_S = 60
+
+
 def _shared_limit(args: argparse.Namespace) -> bool | None:
     if args.rate_limit_scope == "auto":
         return True if args.workers > 1 else None
@@ -219,6 +225,7 @@ def _serve(args: argparse.Namespace, db_url: str) -> int:
         factory=True,
         log_level=args.log_level,
         workers=args.workers,
+        timeout_worker_healthcheck=_WORKER_HEALTHCHECK_S,
     )
     try:
         if args.workers > 1:
