@@ -71,6 +71,7 @@ HERE = Path(__file__).resolve().parent
 FIRST_SYNC_TARGET_S = 2.0
 SIZE_RATIO_TARGET = 1.5
 DRAIN_DEVICES = 50
+BACKENDS = ("postgresql", "sqlite")
 DEVICES_PER_PROCESS = 10
 
 
@@ -492,13 +493,16 @@ def bench_goodput(
 
 @contextmanager
 def databases(
-    root: Path, sizes: tuple[int, int]
+    root: Path, sizes: tuple[int, int], backends: tuple[str, ...] = BACKENDS
 ) -> Iterator[tuple[dict[str, dict[int, str]], int | None]]:
     """Empty databases for each backend and size (PostgreSQL left out, said so, if absent),
     and the PostgreSQL server's process id (for its CPU seconds)."""
-    urls: dict[str, dict[int, str]] = {
-        "sqlite": {size: f"sqlite:///{root / f'scope-{size}.sqlite3'}" for size in sizes}
-    }
+    urls: dict[str, dict[int, str]] = {}
+    if "sqlite" in backends:
+        urls["sqlite"] = {size: f"sqlite:///{root / f'scope-{size}.sqlite3'}" for size in sizes}
+    if "postgresql" not in backends:
+        yield urls, None
+        return
     try:
         with running_postgres(durable=True) as cluster:
             urls["postgresql"] = {size: cluster.create_database(f"scope_{size}") for size in sizes}
@@ -513,6 +517,7 @@ def run(
     say: Callable[[str], None],
     done: Callable[[dict[str, Any]], None],
     cache: Path | None = None,
+    only: tuple[str, ...] = BACKENDS,
 ) -> dict[str, Any]:
     """Every backend, PostgreSQL first (the deployment the issue measures); `done(backends)`
     after each, so a long run leaves what it measured so far."""
@@ -520,7 +525,7 @@ def run(
     small, large = plan.sizes
     with tempfile.TemporaryDirectory(prefix="fieldsync-scope-") as scratch:
         root = Path(scratch)
-        with databases(root, plan.sizes) as (urls, postgres_pid):
+        with databases(root, plan.sizes, only) as (urls, postgres_pid):
             for backend in sorted(urls, key=lambda name: name != "postgresql"):
                 by_size = urls[backend]
                 say(f"{backend}")
@@ -583,6 +588,27 @@ def print_table(results: dict[str, Any]) -> None:
                           f"PostgreSQL active: {top}")  # fmt: skip
 
 
+def merged(parts: list[Path], note: str) -> dict[str, Any]:
+    """One backend per part, joined: the first part's metadata, each part's command, load and
+    time under `parts`, and the load average from the earliest start to the latest end."""
+    envelopes = [json.loads(part.read_text()) for part in parts]
+    backends: dict[str, Any] = {}
+    for envelope in envelopes:
+        backends.update(envelope["results"]["backends"])
+    metadata = dict(envelopes[0]["results"]["metadata"])
+    loads = [envelope["results"]["metadata"]["load_average_1m"] for envelope in envelopes]
+    metadata["load_average_1m"] = {"start": max(load["start"] for load in loads),
+                                   "end": max(load["end"] for load in loads)}  # fmt: skip
+    metadata["note"] = note or metadata["note"]
+    metadata["parts"] = [
+        {"backends": sorted(envelope["results"]["backends"]), "command": envelope["command"],
+         "date": envelope["date"], "load_average_1m": envelope["results"]["metadata"][
+             "load_average_1m"], "elapsed_s": envelope["results"]["metadata"].get("elapsed_s")}
+        for envelope in envelopes
+    ]  # fmt: skip
+    return {"backends": backends, "metadata": metadata}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10,000 work orders at most")
@@ -596,8 +622,19 @@ def main(argv: list[str] | None = None) -> int:
         help="keep seeded SQLite databases here and reuse them while the seed and the server"
         " schema are unchanged (seed_cache.py); PostgreSQL is always seeded",
     )  # fmt: skip
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default=None,
+        help="measure this backend alone (two runs of one each may go at once; --merge joins)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--merge", nargs="+", type=Path, default=None, metavar="PART",
+        help="join the results files of --backend runs into one (--json) and measure nothing",
+    )  # fmt: skip
     add_json_option(parser, "scope_bench")
     args = parser.parse_args(argv)
+    if args.merge:
+        publish("scope_bench", merged(args.merge, args.note), print_table, args.json)
+        return 0
     plan = QUICK if args.quick else FULL
     if args.large:
         plan = dataclasses.replace(plan, sizes=(plan.sizes[0], args.large))
@@ -632,8 +669,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             write_results("scope_bench", results_of(backends), args.json)
 
+    only = (args.backend,) if args.backend else BACKENDS
     backends = run(plan, lambda line: print(line, file=sys.stderr, flush=True), keep,
-                   args.seed_cache)  # fmt: skip
+                   args.seed_cache, only)  # fmt: skip
     results = results_of(backends)
     publish("scope_bench", results, print_table, args.json)
     return 0
