@@ -166,7 +166,7 @@ _LEADS: dict[str, str] = {
     Reason.KEY_REUSED: "The server refused the change as invalid.",
     Reason.NOT_FOUND: "The work order no longer exists on the server.",
     Reason.TOO_LARGE: "The change is too large for the server.",
-    Reason.UNSUPPORTED_TYPE: "The server does not take this kind of file.",
+    Reason.UNSUPPORTED_TYPE: "The server refused the file.",
     Reason.GAVE_UP: "Could not reach the server after many tries.",
     Reason.TIMEOUT: "The server took too long to answer.",
     Reason.NETWORK: "Could not reach the server.",

@@ -164,6 +164,7 @@ def test_every_attachment_state_reads_true_on_every_screen(
         check_phone_layout(window)
     assert nameless(window) == []
     assert accessible(find(window, "attachmentRetry_2"))[1] == "Retry: flow-calc.exe"
+    screenshot(window, artifacts / f"attachments-strip-end-{theme}.png")  # scrolled to the last
     scroll_to(run, window, "attachmentsHeading")
     screenshot(window, artifacts / f"attachments-strip-{theme}.png")
 
@@ -192,7 +193,7 @@ def test_every_attachment_state_reads_true_on_every_screen(
     tap(run, window, "deadRow_0")
     see(run, window, f"Upload of “flow-calc.exe ({TITLE})”")
     see(run, window, "Refused by the server")  # what kind of failure, not "Other"
-    see(run, window, "The server does not take this kind of file.")
+    see(run, window, "The server refused the file. (the server does not accept files of this")
     check_phone_layout(window)
     screenshot(window, artifacts / f"attachments-failed-{theme}.png")
 
