@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import peewee as pw
+
 from server.database import Store
 from server.models import BIGINT_MAX
 from server.scope import Scope, tuples_of
@@ -34,14 +36,31 @@ _READ_ROWS = 5000
 
 def note_feed_position(store: Store, device_id: int, since: int, known: int) -> None:
     """Remember that the device pulled from `since` (it holds every change up to there);
-    `known` is the position its row had, so a poll that did not advance writes nothing."""
+    `known` is the position its row had, so a poll that did not advance writes nothing.
+
+    A feed read must not wait for writers: on SQLite, whose single writer lock a batch may
+    hold for a while, the position is skipped when the lock is taken. A position noted late
+    (or never) only makes pruning wait longer, never delete too early."""
     if since <= known:
         return
     devices = store.tables.Device
-    with store.db.atomic():
-        devices.update(feed_position=since).where(
-            devices.id == device_id, devices.feed_position < since
-        ).execute()
+    update = devices.update(feed_position=since).where(
+        devices.id == device_id, devices.feed_position < since
+    )
+    if store.is_postgres:  # a row lock of the device's own row: nothing to wait for
+        with store.db.atomic():
+            update.execute()
+        return
+    waits = store.db.execute_sql("PRAGMA busy_timeout").fetchone()[0]
+    store.db.execute_sql("PRAGMA busy_timeout = 0")
+    try:
+        with store.db.atomic():
+            update.execute()
+    except pw.OperationalError as error:
+        if "locked" not in str(error) and "busy" not in str(error):
+            raise
+    finally:
+        store.db.execute_sql(f"PRAGMA busy_timeout = {int(waits)}")
 
 
 def key_horizons(store: Store) -> dict[str, int]:

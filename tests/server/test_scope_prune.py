@@ -5,7 +5,9 @@ once (issue 16)."""
 from __future__ import annotations
 
 import itertools
+import sqlite3
 import time
+from pathlib import Path
 from typing import Any
 
 from server.auth import revoke_device, set_device
@@ -120,3 +122,30 @@ def test_the_running_server_prunes_by_itself(db_url: str) -> None:
             assert absent(served.store, "u:carl") == 0
         finally:
             office.close()
+
+
+def test_a_feed_read_does_not_wait_for_a_writer_to_note_its_position(tmp_path: Path) -> None:
+    path = tmp_path / "server.sqlite3"
+    with start_server(f"sqlite:///{path}", rate_limit_per_second=0) as served:
+        office = ServerApi(served.base_url, served.add_device("office", "admin"))
+        phone = ServerApi(served.base_url, served.add_device("ana-phone", user="ana"))
+        try:
+            office.create(title="for ana", assignee="ana")
+            _, since = pull(phone)
+            devices = served.store.tables.Device
+            writer = sqlite3.connect(path)
+            writer.execute("BEGIN IMMEDIATE")  # as a long batch holds the write lock
+            try:
+                started = time.monotonic()
+                assert phone.changes(since)["changes"] == []
+                waited = time.monotonic() - started
+            finally:
+                writer.rollback()
+                writer.close()
+            assert waited < 10  # the busy timeout would have held it for 30 s
+            assert devices.get(devices.name == "ana-phone").feed_position == 0
+            phone.changes(since)  # noted once the lock is free
+            assert devices.get(devices.name == "ana-phone").feed_position == int(since)
+        finally:
+            office.close()
+            phone.close()
