@@ -19,6 +19,13 @@ from tests.sync.sync_support import closed_port_url
 _databases = itertools.count()
 
 
+def sync_until_idle(data_dir: Path, url: str, token: str) -> None:
+    """`fieldsync sync --until-idle` as its own process, as the background worker pulls."""
+    synced = run_cli(data_dir, "--server", url, "sync", "--until-idle", "--timeout", "30",
+                     token=token)  # fmt: skip
+    assert synced.returncode == 0, synced.stderr
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def server_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
@@ -98,9 +105,7 @@ def test_search_pin_and_whoami_against_the_real_server(
     result = run_cli(data_dir, "--server", url, "pin", pinned, token=token)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"pinned {pinned}: kept offline on this device"
-    synced = run_cli(data_dir, "--server", url, "sync", "--until-idle", "--timeout", "30",
-                     token=token)  # fmt: skip
-    assert synced.returncode == 0, synced.stderr
+    sync_until_idle(data_dir, url, token)
     listed = json.loads(run_cli(data_dir, "list", "--scope", "pinned", "--json").stdout)
     assert [row["id"] for row in listed] == [pinned]
     who = run_cli(data_dir, "whoami")
@@ -112,9 +117,7 @@ def test_search_pin_and_whoami_against_the_real_server(
     unpinned = run_cli(data_dir, "--server", url, "unpin", pinned, token=token)
     assert unpinned.returncode == 0, unpinned.stderr
     assert unpinned.stdout.strip() == f"unpinned {pinned}"
-    synced = run_cli(data_dir, "--server", url, "sync", "--until-idle", "--timeout", "30",
-                     token=token)  # fmt: skip
-    assert synced.returncode == 0, synced.stderr
+    sync_until_idle(data_dir, url, token)
     assert json.loads(run_cli(data_dir, "list", "--json").stdout) == [], "not zed's: it left"
 
 
@@ -131,15 +134,13 @@ def test_a_sync_in_another_process_keeps_a_work_order_open_in_the_editor(
     api = ServerApi(server_process.base_url, office)
     data_dir = tmp_path / "device"
     url = server_process.base_url
-    sync = ("--server", url, "sync", "--until-idle", "--timeout", "30")
     try:
         order = api.create(title="Pump", assignee="ana")
-        assert run_cli(data_dir, *sync, token=token).returncode == 0
+        sync_until_idle(data_dir, url, token)
         with Store(data_dir) as app:
             assert hold_for_editing(app, order["id"]) is True  # the app's editor opens it
             assert api.update(order["id"], order["version"], assignee="bo").status_code == 200
-            synced = run_cli(data_dir, *sync, token=token)
-            assert synced.returncode == 0, synced.stderr
+            sync_until_idle(data_dir, url, token)  # another process than this one
             row = app.cache.get(order["id"])
             assert row is not None, "the other process's pull kept it"
             assert row["no_longer_assigned"] is True
