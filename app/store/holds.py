@@ -83,6 +83,14 @@ class QueueHolds(QueueParts):
             (entity_key, job_id),
         )
 
+    def discard_waiting_for(self, entity_key: str) -> list[dict[str, Any]]:
+        """Give up on every job waiting for ``entity_key``'s create (its attachments'
+        uploads and removals): the create was given up, so they could never be sent."""
+        return self._discard_where(
+            "waits_for = ? AND finished_at IS NULL AND status IN ('pending', 'dead', 'conflict')",
+            (entity_key,),
+        )
+
     def _discard_where(self, condition: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
         now = self.clock()
         with WriteTransaction(self.db, self.path) as conn:

@@ -88,7 +88,8 @@ class Store:
         follows from it:
 
         - a create the server never had takes the edits queued after it along (they could
-          never reach it), and the work order leaves the device;
+          never reach it), and the uploads and removals of its attachments (waiting for
+          it), and the work order leaves the device;
         - otherwise the work order shows the server's record with the edits still queued on
           top. What the next queued edit (made on top of the given-up one) is sent against is
           a conflict question for the give-up policy (``app.sync.give_up.give_up``, the one
@@ -99,6 +100,7 @@ class Store:
             entity = str(entry["entity_key"])
             if entry["payload"].get("op") == "create" and not self.cache.server_snapshot(entity):
                 self.queue.discard_after(entity, job_id)
+                self.queue.discard_waiting_for(entity)
             self.cache.restore_visible(entity, self.clock())
         return entry
 

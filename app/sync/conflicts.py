@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app.attachments.files import AttachmentFiles
+from app.attachments.retention import forget_departed
 from app.mutations import intended_fields
 from app.records import EDITABLE_FIELDS, printable
 from app.store.cache import apply_server_record
@@ -204,8 +206,15 @@ class Conflicts:
                 {"outcome": outcome, "picks": picks},
                 audit={"outcome": outcome, "picks": picks, "final": final},
             )
-            remove_departed(conn)  # it left the scope and nothing of it is unsent now
+            departed = remove_departed(conn)  # it left the scope and nothing of it is unsent
+        if departed:
+            self._forget_departed()
         return outcome
+
+    def _forget_departed(self) -> None:
+        """The attachments of work orders that just left go in the same step (after the
+        commit: their bytes must not go before the rows' removal is durable)."""
+        forget_departed(self.store, AttachmentFiles(self.store.data_dir))
 
     @staticmethod
     def _picks(view: ConflictView, choice: Choice | dict[str, str]) -> dict[str, str]:
@@ -272,6 +281,8 @@ class Conflicts:
         with storage_errors(self.store.path), self.store.db.atomic():
             entry = give_up(self.store, job_id)
             remove_departed(connection(self.store.db))
+        # A create the server never had took its work order and its photos' uploads along.
+        self._forget_departed()
         return entry
 
     def escalation_refused(self, job_id: int, problem: str) -> None:
@@ -296,3 +307,4 @@ class Conflicts:
             apply_server_record(connection(self.store.db), record, self.store.clock())
             self.store.queue.record_resolution(job_id, None, {"outcome": f"admin {decision}"})
             remove_departed(connection(self.store.db))
+        self._forget_departed()

@@ -9,6 +9,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.attachments.files import AttachmentFiles
+from app.attachments.retention import forget_departed
 from app.credentials import scrub
 from app.mutations import intended_fields
 from app.records import server_record_problem
@@ -176,7 +178,10 @@ def apply_replies(
         if report.tally:
             queue.bump_many(sorted(report.tally.items()))
         # A work order that left the scope goes once its last unsent edit is delivered.
-        remove_departed(conn)
+        departed = remove_departed(conn)
+    if departed:
+        # Its photos and files go in the same step, once the removal is committed.
+        forget_departed(store, AttachmentFiles(store.data_dir))
     return report
 
 
