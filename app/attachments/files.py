@@ -5,17 +5,25 @@ on the way, fsynced, renamed to its hash and its folder fsynced, so once a row n
 the bytes survive a power cut. A copy that fails (unreadable source, full disk) leaves nothing
 behind. A crash between the copy and the row leaves an unnamed file: `sweep_orphans` removes
 it later. One file serves every attachment with the same content.
+
+Another process (``fieldsync attach`` while the app runs) may have copied a file in whose row
+it has not written yet: an attach holds ``attachments.lock`` (beside the folder) shared from
+the copy until its row is committed (`adding`), and deleting a file no row names
+(`remove_unnamed`) takes it exclusive without waiting, so it never deletes such a file; it
+leaves it for a later call (or `sweep_orphans`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import hashlib
 import os
 import stat
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -46,6 +54,7 @@ class AttachmentFiles:
         self.root = data_dir / "attachments"
         self.incoming = self.root / ".incoming"
         self.thumbnails = data_dir / "thumbnails"
+        self.lock_path = data_dir / "attachments.lock"
 
     def path_for(self, sha256: str) -> Path:
         return self.root / sha256[:2] / sha256
@@ -134,6 +143,39 @@ class AttachmentFiles:
             with contextlib.suppress(FileExistsError):
                 new.mkdir()
             fsync_dir(new.parent)
+
+    @contextlib.contextmanager
+    def adding(self) -> Iterator[None]:
+        """Hold off deletions of unnamed files while a copy's row is not yet written
+        (shared: attaches in several processes go on side by side)."""
+        with self._lock_file() as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            yield
+
+    def remove_unnamed(self, sha256: str, named: Callable[[str], bool]) -> int:
+        """Delete a content file unless ``named(sha256)`` (asked under the lock) says a row
+        still names it; returns the bytes freed. An attach under way holds the lock: then
+        nothing is deleted now (a later removal, or `sweep_orphans`, finishes it)."""
+        if not self.path_for(sha256).exists():
+            return 0
+        with self._lock_file() as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return 0
+            if named(sha256):
+                return 0
+            return self.remove(sha256)
+
+    @contextlib.contextmanager
+    def _lock_file(self) -> Iterator[int]:
+        # Its own open file description each time: flock then also orders this
+        # process's threads. Closing it releases the lock.
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
     def remove(self, sha256: str) -> int:
         """Delete one content file; returns the bytes freed (0 if it was not there)."""

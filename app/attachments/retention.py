@@ -59,20 +59,22 @@ def forget_departed(store: Store, files: AttachmentFiles) -> int:
     for attachment_id, _, _, thumbnail, _ in rows:
         if thumbnail:
             files.remove_thumbnail(attachment_id)
-    shas = sorted({sha for _, sha, stored, _, left in rows if stored and left})
-    with storage_errors(store.path):
-        kept = {
-            sha
-            for (sha,) in connection(store.db).execute(
-                "SELECT DISTINCT a.sha256 FROM attachments AS a WHERE a.stored = 1 "
-                "AND a.sha256 IN (SELECT value FROM json_each(?)) "
-                "AND EXISTS (SELECT 1 FROM work_orders AS w WHERE w.id = a.entity_id)",
-                (json.dumps(shas),),
+
+    def kept(sha: str) -> bool:
+        with storage_errors(store.path):
+            return (
+                connection(store.db)
+                .execute(
+                    "SELECT 1 FROM attachments AS a WHERE a.stored = 1 AND a.sha256 = ? "
+                    "AND EXISTS (SELECT 1 FROM work_orders AS w WHERE w.id = a.entity_id)",
+                    (sha,),
+                )
+                .fetchone()
+                is not None
             )
-        }
-    for sha in shas:
-        if sha not in kept:
-            files.remove(sha)
+
+    for sha in sorted({sha for _, sha, stored, _, left in rows if stored and left}):
+        files.remove_unnamed(sha, kept)
     with WriteTransaction(store.db, store.path) as conn:
         conn.execute(
             "UPDATE attachments SET thumbnail_size = NULL, thumbnail_used_at = NULL "
@@ -145,15 +147,18 @@ class Retention:
         return departed + len(expired) + self.files.sweep_orphans(named, self.store.clock())
 
     def drop_if_unnamed(self, sha256: str) -> None:
-        """Delete a content file no attachment keeps (a failed attach, a removal)."""
+        """Delete a content file no attachment keeps (a failed attach, a removal), unless
+        an attach of the same content is under way (`AttachmentFiles.remove_unnamed`)."""
+        self.files.remove_unnamed(sha256, self._named)
+
+    def _named(self, sha256: str) -> bool:
         with storage_errors(self.store.path):
             row = (
                 connection(self.store.db)
                 .execute("SELECT 1 FROM attachments WHERE sha256 = ? AND stored = 1", (sha256,))
                 .fetchone()
             )
-        if row is None:
-            self.files.remove(sha256)
+        return row is not None
 
     def _evict_files(self, excess: int) -> int:
         freed = 0
@@ -171,7 +176,7 @@ class Retention:
         # removes, never a row naming bytes that are gone.
         with WriteTransaction(self.store.db, self.store.path) as conn:
             conn.execute("UPDATE attachments SET stored = 0 WHERE sha256 = ?", (sha256,))
-        self.files.remove(sha256)
+        self.files.remove_unnamed(sha256, self._named)  # an attach may bring it back
 
     def _evict_thumbnails(self, excess: int) -> int:
         freed = 0

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from app.attachments.files import AttachmentFiles
+from app.attachments.files import AttachmentFiles, StoredFile
 from app.attachments.model import (
     AttachmentConfig,
     AttachmentCounts,
@@ -96,39 +96,49 @@ class Attachments:
             raise InvalidEditError(f"Work order {entity_id} is deleted")
         size = self.files.check_source(path, self.config.max_bytes)
         self.retention.make_room(size)
-        stored = self.files.copy_in(path, self.config.max_bytes)
         attachment_id = str(uuid.uuid4())
         now = self.store.clock()
+        stored: StoredFile | None = None
         try:
-            with WriteTransaction(self.store.db, self.store.path) as conn:
-                conn.execute(
-                    "INSERT INTO attachments (id, entity_id, filename, content_type, size, "
-                    "sha256, mine, created_at, stored) VALUES (?, ?, ?, ?, ?, ?, 1, ?, 1)",
-                    (
-                        attachment_id,
-                        entity_id,
-                        name,
-                        content_type_of(name),
-                        stored.size,
-                        stored.sha256,
-                        now,
-                    ),
-                )
-                self.store.queue.enqueue(
-                    TOPIC_ATTACHMENTS,
-                    _payload("upload", attachment_id, entity_id),
-                    entity_key_of(attachment_id),
-                    priority=PRIORITY_BACKGROUND,
-                    idempotency_key=attachment_id,
-                    waits_for=entity_id,
-                    new_entity=True,
-                )
+            # From the copy until its row is committed, no other process deletes the file.
+            with self.files.adding():
+                stored = self.files.copy_in(path, self.config.max_bytes)
+                self._insert(attachment_id, entity_id, name, stored, now)
         except BaseException:
-            self.retention.drop_if_unnamed(stored.sha256)
+            if stored is not None:
+                self.retention.drop_if_unnamed(stored.sha256)
             raise
         view = self.get(attachment_id)
         assert view is not None
         return view
+
+    def _insert(
+        self, attachment_id: str, entity_id: str, name: str, stored: StoredFile, now: float
+    ) -> None:
+        """The attachment's row and its upload job, in one transaction."""
+        with WriteTransaction(self.store.db, self.store.path) as conn:
+            conn.execute(
+                "INSERT INTO attachments (id, entity_id, filename, content_type, size, "
+                "sha256, mine, created_at, stored) VALUES (?, ?, ?, ?, ?, ?, 1, ?, 1)",
+                (
+                    attachment_id,
+                    entity_id,
+                    name,
+                    content_type_of(name),
+                    stored.size,
+                    stored.sha256,
+                    now,
+                ),
+            )
+            self.store.queue.enqueue(
+                TOPIC_ATTACHMENTS,
+                _payload("upload", attachment_id, entity_id),
+                entity_key_of(attachment_id),
+                priority=PRIORITY_BACKGROUND,
+                idempotency_key=attachment_id,
+                waits_for=entity_id,
+                new_entity=True,
+            )
 
     def detach(self, attachment_id: str) -> AttachmentView:
         """Remove an attachment: at once here, on the server by a queued, idempotent job
