@@ -141,41 +141,85 @@ ApplicationWindow {
         app: window.app
     }
 
-    RowLayout {
+    ColumnLayout {
         anchors.fill: parent
         spacing: 0
 
-        WorkOrderList {
-            objectName: "listPane"
-            app: window.app
-            visible: window.wide || window.app.page === "list"
-            Layout.fillHeight: true
-            Layout.fillWidth: !window.wide
-            Layout.preferredWidth: window.wide ? Math.min(440, window.width * 0.4) : -1
+        // A way out of the editor would drop the person's typing: ask first, above every page.
+        FsCard {
+            objectName: "confirmLeaveEditor"
+            tone: "warning"
+            visible: window.app.askingToDiscardEdits
+            Layout.fillWidth: true
+            Layout.margins: Theme.spacingS
+            ColumnLayout {
+                width: parent.width
+                PlainLabel {
+                    text: "Discard your changes to this work order?"
+                    font.bold: true
+                    wrapMode: Text.WordWrap
+                    Layout.fillWidth: true
+                }
+                PlainLabel {
+                    text: "They are not saved yet. Keep editing to save them."
+                    wrapMode: Text.WordWrap
+                    Layout.fillWidth: true
+                }
+                RowLayout {
+                    Layout.fillWidth: true
+                    FsButton {
+                        objectName: "keepEditingWorkOrderButton"
+                        text: "Keep editing"
+                        Layout.fillWidth: true
+                        onClicked: window.app.keepEditing()
+                    }
+                    FsButton {
+                        objectName: "discardWorkOrderEditsButton"
+                        text: "Discard"
+                        Layout.fillWidth: true
+                        onClicked: window.app.discardEdits()
+                    }
+                }
+            }
         }
-        Rectangle {
-            visible: window.wide
-            color: Theme.divider
-            Layout.fillHeight: true
-            Layout.preferredWidth: Theme.borderWidth
-        }
-        Loader {
-            id: pageLoader
-            objectName: "pageLoader"
-            visible: window.wide || window.app.page !== "list"
+
+        RowLayout {
+            spacing: 0
             Layout.fillWidth: true
             Layout.fillHeight: true
-            sourceComponent: {
-                switch (window.app.page) {
-                case "editor": return editorPage
-                case "dead": return deadPage
-                case "diagnostics": return diagnosticsPage
-                case "signin": return signInPage
-                case "conflict": return conflictPage
-                case "review": return reviewPage
-                case "settings": return settingsPage
-                case "search": return searchPage
-                default: return window.wide ? placeholderPage : null
+
+            WorkOrderList {
+                objectName: "listPane"
+                app: window.app
+                visible: window.wide || window.app.page === "list"
+                Layout.fillHeight: true
+                Layout.fillWidth: !window.wide
+                Layout.preferredWidth: window.wide ? Math.min(440, window.width * 0.4) : -1
+            }
+            Rectangle {
+                visible: window.wide
+                color: Theme.divider
+                Layout.fillHeight: true
+                Layout.preferredWidth: Theme.borderWidth
+            }
+            Loader {
+                id: pageLoader
+                objectName: "pageLoader"
+                visible: window.wide || window.app.page !== "list"
+                Layout.fillWidth: true
+                Layout.fillHeight: true
+                sourceComponent: {
+                    switch (window.app.page) {
+                    case "editor": return editorPage
+                    case "dead": return deadPage
+                    case "diagnostics": return diagnosticsPage
+                    case "signin": return signInPage
+                    case "conflict": return conflictPage
+                    case "review": return reviewPage
+                    case "settings": return settingsPage
+                    case "search": return searchPage
+                    default: return window.wide ? placeholderPage : null
+                    }
                 }
             }
         }

@@ -49,11 +49,13 @@ class AppViewModel(QObject):
     """Signals:
     pageChanged()
     titleChanged()
+    askingChanged() — a way out of the editor waits for the person to keep or drop typing
     message(str)  — a short notice for the person (shown as a toast)
     """
 
     pageChanged = Signal()
     titleChanged = Signal()
+    askingChanged = Signal()
     message = Signal(str)
 
     def __init__(
@@ -68,6 +70,7 @@ class AppViewModel(QObject):
         self._services = services
         self._on_signed_in = on_signed_in
         self._page = "list"
+        self._leaving: Callable[[], None] | None = None
         self._dead_count = -1
         self._work_orders = WorkOrderListModel(services, self)
         self._status = StatusBarViewModel(services, self)
@@ -154,6 +157,12 @@ class AppViewModel(QObject):
     def open(self, page: str) -> None:
         if page not in PAGES:
             raise ValueError(f"unknown page {page!r}")
+        if page != self._page:
+            self._leave_editor(lambda: self._show(page))
+        else:
+            self._show(page)
+
+    def _show(self, page: str) -> None:
         if page == "dead":
             self._dead.reload()
         elif page == "diagnostics":
@@ -175,13 +184,22 @@ class AppViewModel(QObject):
 
     @Slot(str)
     def openWorkOrder(self, entity_id: str) -> None:
-        self._editor.load(entity_id)
-        self.open("editor")
+        if self._page == "editor" and self._editor.dirty and self._editor.entityId == entity_id:
+            return  # already open, with the person's typing: reading it again would drop it
+
+        def go() -> None:
+            self._editor.load(entity_id)
+            self._show("editor")
+
+        self._leave_editor(go)
 
     @Slot()
     def newWorkOrder(self) -> None:
-        self._editor.newRecord()
-        self.open("editor")
+        def go() -> None:
+            self._editor.newRecord()
+            self._show("editor")
+
+        self._leave_editor(go)
 
     @Slot(str)
     def searchServer(self, text: str) -> None:
@@ -192,8 +210,40 @@ class AppViewModel(QObject):
 
     @Slot(str)
     def resolveConflictFor(self, entity_id: str) -> None:
-        self._conflicts.openForEntity(entity_id)
-        self.open("conflict")
+        def go() -> None:
+            self._conflicts.openForEntity(entity_id)
+            self._show("conflict")
+
+        self._leave_editor(go)
+
+    # -- typing is never dropped without asking ---------------------------------------------
+
+    def _leave_editor(self, go: Callable[[], None]) -> None:
+        """Run `go` (a way out of the editor), unless it would drop unsaved typing: then
+        the person is asked first, and `go` waits for `discardEdits`."""
+        if self._page == "editor" and self._editor.dirty:
+            self._leaving = go
+            self.askingChanged.emit()
+            return
+        self._leaving = None
+        go()
+
+    @Property(bool, notify=askingChanged)
+    def askingToDiscardEdits(self) -> bool:
+        return self._leaving is not None
+
+    @Slot()
+    def keepEditing(self) -> None:
+        self._leaving = None
+        self.askingChanged.emit()
+
+    @Slot()
+    def discardEdits(self) -> None:
+        go, self._leaving = self._leaving, None
+        self.askingChanged.emit()
+        if go is not None:
+            self._editor.revert()
+            go()
 
     # -- wiring -----------------------------------------------------------------------------
 
@@ -218,6 +268,10 @@ class AppViewModel(QObject):
             self.back()
 
     def on_bridge_auth_required(self, server_url: str, reason: str) -> None:
+        if self._page == "editor" and self._editor.dirty:
+            # Never taken away from typing: the status bar says signed out meanwhile.
+            self.message.emit("Signed out. Your typing stays here: save it, then sign in.")
+            return
         self.open("signin")
 
     def on_bridge_conflict_raised(self, entity_id: str, job_id: int, kind: str) -> None:
