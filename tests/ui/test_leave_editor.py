@@ -8,6 +8,7 @@ Discard goes where the person was going. Assertions read the visible text of a r
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from app.store.store import Store
 from tests.ui.conftest import Open, Runner, add_orders
@@ -22,10 +23,26 @@ def settle(run: Runner, app_vm: AppViewModel) -> None:
     run.pause(0.05)
 
 
-def open_row(run: Runner, app_vm: AppViewModel, window: object, index: int) -> None:
-    click(window, find(window, f"workOrderRow_{index}"))
+def tap(run: Runner, app_vm: AppViewModel, window: Any, name: str) -> None:
+    click(window, find(window, name))
     settle(run, app_vm)
+
+
+def open_row(run: Runner, app_vm: AppViewModel, window: Any, index: int) -> None:
+    tap(run, app_vm, window, f"workOrderRow_{index}")
     run.until(lambda: app_vm.editor.loaded)
+
+
+def typing_in_the_first(
+    run: Runner, open_window: Open, store: Store, size: tuple[int, int], field: str, text: str
+) -> tuple[AppViewModel, Any]:
+    """A window of `size` with three work orders, the first open and `text` typed in `field`."""
+    add_orders(store, 3)
+    app_vm, window = open_window(*size)
+    settle(run, app_vm)
+    open_row(run, app_vm, window, 0)
+    type_into(window, find(window, field), text)
+    return app_vm, window
 
 
 def test_back_with_typing_asks_and_keep_editing_keeps_it(
@@ -40,25 +57,21 @@ def test_back_with_typing_asks_and_keep_editing_keeps_it(
     type_into(window, title, "Pump check 00000: gasket replaced")
     assert not shows(window, QUESTION)
 
-    click(window, find(window, "backButton"))
-    settle(run, app_vm)
+    tap(run, app_vm, window, "backButton")
     assert app_vm.page == "editor"
     assert shows(window, QUESTION)
     assert shows(window, "They are not saved yet.")
     check_phone_layout(window)
     screenshot(window, artifacts / "leave-editor-360x720-light.png")
 
-    click(window, find(window, "keepEditingWorkOrderButton"))
-    settle(run, app_vm)
+    tap(run, app_vm, window, "keepEditingWorkOrderButton")
     assert not shows(window, QUESTION)
     assert app_vm.page == "editor"
     assert title.property("text") == "Pump check 00000: gasket replaced"
 
     # Discard: back to the list, and the work order reads as it was saved.
-    click(window, find(window, "backButton"))
-    settle(run, app_vm)
-    click(window, find(window, "discardWorkOrderEditsButton"))
-    settle(run, app_vm)
+    tap(run, app_vm, window, "backButton")
+    tap(run, app_vm, window, "discardWorkOrderEditsButton")
     assert app_vm.page == "list"
     assert not shows(window, QUESTION)
     open_row(run, app_vm, window, 0)
@@ -68,32 +81,24 @@ def test_back_with_typing_asks_and_keep_editing_keeps_it(
 def test_another_row_or_new_on_a_wide_window_asks_first(
     run: Runner, open_window: Open, store: Store
 ) -> None:
-    add_orders(store, 3)
-    app_vm, window = open_window(1280, 800)
-    settle(run, app_vm)
-    open_row(run, app_vm, window, 0)
-    type_into(window, find(window, "notesField"), "Valve seized, ordered a new one")
+    app_vm, window = typing_in_the_first(
+        run, open_window, store, (1280, 800), "notesField", "Valve seized, ordered a new one"
+    )
 
-    click(window, find(window, "workOrderRow_1"))
-    settle(run, app_vm)
+    tap(run, app_vm, window, "workOrderRow_1")
     assert shows(window, QUESTION)
     assert find(window, "titleField").property("text") == "Pump check 00000"
-    click(window, find(window, "newButton"))  # asking again replaces where it would go
-    settle(run, app_vm)
-    click(window, find(window, "keepEditingWorkOrderButton"))
-    settle(run, app_vm)
+    tap(run, app_vm, window, "newButton")  # asking again replaces where it would go
+    tap(run, app_vm, window, "keepEditingWorkOrderButton")
     assert find(window, "notesField").property("text") == "Valve seized, ordered a new one"
 
     # The same row tapped again keeps the typing, without a question.
-    click(window, find(window, "workOrderRow_0"))
-    settle(run, app_vm)
+    tap(run, app_vm, window, "workOrderRow_0")
     assert not shows(window, QUESTION)
     assert find(window, "notesField").property("text") == "Valve seized, ordered a new one"
 
-    click(window, find(window, "workOrderRow_1"))
-    settle(run, app_vm)
-    click(window, find(window, "discardWorkOrderEditsButton"))
-    settle(run, app_vm)
+    tap(run, app_vm, window, "workOrderRow_1")
+    tap(run, app_vm, window, "discardWorkOrderEditsButton")
     run.until(lambda: find(window, "titleField").property("text") == "Pump check 00001")
     assert not shows(window, QUESTION)
 
@@ -101,15 +106,11 @@ def test_another_row_or_new_on_a_wide_window_asks_first(
 def test_saved_typing_leaves_without_a_question(
     run: Runner, open_window: Open, store: Store
 ) -> None:
-    add_orders(store, 1)
-    app_vm, window = open_window(360, 720)
-    settle(run, app_vm)
-    open_row(run, app_vm, window, 0)
-    type_into(window, find(window, "siteField"), "North yard, gate 2")
-    click(window, find(window, "saveButton"))
-    settle(run, app_vm)
+    app_vm, window = typing_in_the_first(
+        run, open_window, store, (360, 720), "siteField", "North yard, gate 2"
+    )
+    tap(run, app_vm, window, "saveButton")
     run.until(lambda: not app_vm.editor.dirty)
-    click(window, find(window, "backButton"))
-    settle(run, app_vm)
+    tap(run, app_vm, window, "backButton")
     assert app_vm.page == "list"
     assert not shows(window, QUESTION)
