@@ -46,6 +46,18 @@ def phone(server: EmbeddedServer, device: Device) -> Device:
     return device
 
 
+def synced_phone(
+    run: Runner, open_window: Open, office: Office, phone: Device, rows: int
+) -> tuple[Any, Any]:
+    """The office's work orders synced, then the phone's window (360x720) once `rows` of
+    them have arrived on it."""
+    office.sync()
+    app_vm, window = open_window(360, 720)
+    phone.start()
+    run.until(lambda: app_vm.workOrders.total == rows, 20)
+    return app_vm, window
+
+
 def test_filters_show_mine_my_team_and_pinned_each_row_available_offline(
     run: Runner,
     open_window: Open,
@@ -56,10 +68,7 @@ def test_filters_show_mine_my_team_and_pinned_each_row_available_offline(
     office.create(title="Replace valve", assignee="ana", team="south")
     office.create(title="Inspect fire doors", assignee="bob", team="north")
     office.create(title="Meter reading", assignee="carl", team="south")  # not in the scope
-    office.sync()
-    app_vm, window = open_window(360, 720)
-    phone.start()
-    run.until(lambda: app_vm.workOrders.total == 2, 20)
+    app_vm, window = synced_phone(run, open_window, office, phone, 2)
     run.pause(0.2)
 
     # The filters: touch-sized buttons named by their labels, and every row says it is here.
@@ -100,10 +109,7 @@ def test_keep_offline_in_the_editor_pins_on_the_server_and_the_team_is_beside_th
     tmp_path: Path,
 ) -> None:
     entity_id = office.create(title="Replace valve", assignee="ana", team="north")
-    office.sync()
-    app_vm, window = open_window(360, 720)
-    phone.start()
-    run.until(lambda: app_vm.workOrders.total == 1, 20)
+    app_vm, window = synced_phone(run, open_window, office, phone, 1)
     click(window, find(window, "workOrderRow_0"))
     run.until(lambda: app_vm.editor.loaded)
     run(app_vm.wait_idle())
@@ -241,10 +247,7 @@ def test_a_work_order_no_longer_assigned_with_an_unsent_edit_says_so_and_leaves_
     artifacts: Path,
 ) -> None:
     entity_id = office.create(title="Replace valve", assignee="ana", notes="")
-    office.sync()
-    app_vm, window = open_window(360, 720)
-    phone.start()
-    run.until(lambda: app_vm.workOrders.total == 1, 20)
+    app_vm, window = synced_phone(run, open_window, office, phone, 1)
     phone.stop()
 
     # The worker writes a note offline; meanwhile the office writes another note and hands
