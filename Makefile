@@ -44,7 +44,7 @@ chaos: system-deps $(TEST_STAMP)
 	FIELDSYNC_CHAOS_SCALE=large $(BIN)/pytest tests/chaos
 
 # Every benchmark's full run and both chaos scales, each writing benchmarks/results/<name>.json,
-# then README.md's and docs/reliability.md's figure tables rendered from them (commit the lot).
+# then the figure tables of README.md and docs/ rendered from them (commit the lot).
 # `make test` checks the tables against the JSON (tests/test_report.py).
 QT_ENV := QT_QPA_PLATFORM=offscreen QT_QUICK_BACKEND=software
 RESULTS := benchmarks/results

@@ -1,4 +1,4 @@
-"""Render the figure tables of README.md and docs/reliability.md from benchmarks/results/.
+"""Render the figure tables of README.md and docs/*.md from benchmarks/results/.
 
     .venv/bin/python benchmarks/report.py          # rewrite every generated block
     .venv/bin/python benchmarks/report.py --check  # exit 1, naming each block that differs
@@ -27,7 +27,9 @@ from typing import Any
 from results_file import RESULTS_DIR, read_results
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = (ROOT / "README.md", ROOT / "docs" / "reliability.md")
+DOCUMENTS = tuple(
+    ROOT / name for name in ("README.md", "docs/benchmarks.md", "docs/reliability.md")
+)
 MARKERS = re.compile(
     r"(?P<begin><!-- report:begin (?P<name>[\w.-]+) -->\n)(?P<body>.*?)"
     r"(?P<end><!-- report:end (?P=name) -->)",
@@ -767,6 +769,101 @@ def render_chaos_uploads(runs: dict[str, Run]) -> str:
     return table(header, rows) + f"\n\n{measured(run)}\n"
 
 
+def _day(run: Run) -> str:
+    return datetime.fromisoformat(run.envelope["date"]).strftime("%Y-%m-%d")
+
+
+def render_headline(runs: dict[str, Run]) -> str:
+    """The README's few figures, each beside its target; the full tables, their baselines and
+    the machine of each run are in docs/benchmarks.md and docs/reliability.md."""
+    chaos = [(runs[name], label) for name, label in CHAOS_RUNS]
+    losses = [
+        tuple(run[f"many_devices.{kind}"] for kind in ("lost", "duplicated", "stranded"))
+        for run, _ in chaos
+    ]
+    queue, sync, ui = runs["queue_bench"], runs["sync_bench"], runs["ui_bench"]
+    server, upload = runs["server_bench"], runs["upload_bench"]
+    scope, search = runs["scope_bench"], runs["search_bench"]
+    edit = queue["enqueue"]
+    ingest, drain = sync["server_batch_ingest_per_s"], sync["drain_kept_alive_edits_per_s.batch"]
+    paint, badge = ui["first_paint"], ui["edit_to_synced"]
+    speed = upload["throughput"]
+    large = str(max(scope["metadata.sizes"]))
+    first_sync = {
+        label: scope[f"backends.{backend}.{large}.first_sync.worker_s_median"]
+        for backend, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL"))
+    }
+    found = str(max(search["metadata.sizes"]))
+    rare = search[f"backends.sqlite.{found}.terms.rare"]
+    batch = {
+        label: server[f"backends.{backend}.batch.kept_alive"]
+        for backend, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL"))
+    }
+    rows = [
+        (
+            "edits lost / applied twice / stranded, devices SIGKILLed behind a faulty link",
+            "; ".join(
+                f"{' / '.join(map(str, counts))} ({label}, {run['many_devices.intended_mutations']}"
+                " edits)"
+                for counts, (run, label) in zip(losses, chaos, strict=True)
+            ),
+            f"0: {met(not any(any(counts) for counts in losses))}",
+            " / ".join(_day(run) for run, _ in chaos),
+        ),
+        (
+            "an edit saved on the phone (work order and its job, fsynced)",
+            f"{rate(edit['fieldsync'])}/s, {percent(edit['fieldsync'], edit['sqlite3'])} of raw "
+            "sqlite3 writing the same rows",
+            f"≥ 80 %: {met(edit['fieldsync'] >= 0.8 * edit['sqlite3'])}",
+            _day(queue),
+        ),
+        (
+            f"{sync['metadata.edits_per_drain.batch']:,} offline edits delivered on reconnect",
+            f"{rate(drain)}/s, {percent(drain, ingest)} of the server's own batch ingest",
+            f"≥ 70 %: {met(sync['metadata.targets.drain_batch_ge_70pct_of_ingest'])}",
+            _day(sync),
+        ),
+        (
+            f"first paint with {paint['rows']:,} work orders on the phone",
+            f"{paint['first_paint_s']} s",
+            f"< 1 s: {met(paint['first_paint_s'] < 1)}",
+            _day(ui),
+        ),
+        (
+            "a delivered edit to its badge reading Synced",
+            f"{badge['delivered_to_synced_median_ms']} ms",
+            f"< 300 ms: {met(badge['delivered_to_synced_median_ms'] < 300)}",
+            _day(ui),
+        ),
+        (
+            "the server's batch endpoint, kept-alive connection",
+            " / ".join(f"{rate(value)}/s on {label}" for label, value in batch.items()),
+            "",
+            _day(server),
+        ),
+        (
+            f"a new worker's first sync, {int(large):,} work orders on the server",
+            " / ".join(f"{value} s on {label}" for label, value in first_sync.items()),
+            f"< 2 s: {met(all(value < 2 for value in first_sync.values()))}",
+            _day(scope),
+        ),
+        (
+            f"a search of {int(found):,} work orders for a rare term, p50 (SQLite)",
+            f"{rare['index']['p50_ms']} ms (a LIKE scan: {rare['scan']['p50_ms']} ms)",
+            "",
+            _day(search),
+        ),
+        (
+            f"{speed['size_mib']:g} MiB uploaded through the device's uploader",
+            f"{speed['device_mib_per_s']} MiB/s, "
+            f"{percent(speed['device_mib_per_s'], speed['put_mib_per_s'])} of one plain PUT",
+            f"≥ 80 %: {met(speed['met'])}",
+            _day(upload),
+        ),
+    ]
+    return table(["", "measured", "target", "run"], rows) + "\n"
+
+
 @dataclass(frozen=True)
 class Block:
     sources: tuple[str, ...]  # results names: benchmarks/results/<name>.json
@@ -788,6 +885,19 @@ BLOCKS: dict[str, Block] = {
     "chaos-disk-full": Block(CHAOS, render_chaos_disk_full),
     "chaos-other": Block(CHAOS, render_chaos_other),
     "chaos-uploads": Block(("chaos-uploads",), render_chaos_uploads),
+    "headline": Block(
+        (
+            *CHAOS,
+            "queue_bench",
+            "sync_bench",
+            "ui_bench",
+            "server_bench",
+            "scope_bench",
+            "search_bench",
+            "upload_bench",
+        ),
+        render_headline,
+    ),  # fmt: skip
 }
 # How each results file is written (the Makefile's bench target runs them all).
 COMMANDS = {

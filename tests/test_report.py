@@ -76,7 +76,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str
 
 
 def test_committed_documents_match_their_results() -> None:
-    """What `make test` runs: README.md and docs/reliability.md hold the committed figures."""
+    """What `make test` runs: README.md and docs/ hold the committed figures."""
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "report.py"), "--check"],
         capture_output=True,
