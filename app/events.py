@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.states import AttachmentState, Connectivity, JobStatus
+from app.states import AttachmentState, Connectivity, JobState
 
 __all__ = [
     "AuthRequired",
@@ -32,11 +32,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-#: A job's state as the UI shows it: the queue's statuses, with a pending job that failed
-#: and waits for its next attempt told apart as "retrying".
-JobState = JobStatus | Literal["retrying"]
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,20 @@ state machine is drawn in `app.store.queue`.
 from __future__ import annotations
 
 import enum
+from typing import Literal
 
-__all__ = ["AttachmentState", "AttemptOutcome", "Connectivity", "JobStatus", "Reason", "ReplyKind"]
+__all__ = [
+    "RETRYING",
+    "AttachmentState",
+    "AttemptOutcome",
+    "BadgeKind",
+    "Connectivity",
+    "JobState",
+    "JobStatus",
+    "Reason",
+    "ReplyKind",
+    "job_state",
+]
 
 
 class JobStatus(enum.StrEnum):
@@ -35,6 +47,36 @@ class JobStatus(enum.StrEnum):
     def needs_person(cls) -> tuple[JobStatus, ...]:
         """Statuses a person must settle (retry, edit, discard, resolve)."""
         return (cls.DEAD, cls.CONFLICT)
+
+
+#: A pending job that failed and waits for its next attempt, as the UI shows it.
+RETRYING: Literal["retrying"] = "retrying"
+
+#: A job's state as the UI shows it: the queue's statuses, with a pending job that failed
+#: and waits for its next attempt told apart as "retrying".
+JobState = JobStatus | Literal["retrying"]
+
+
+def job_state(status: str, attempt_count: int, last_error: str | None) -> JobState:
+    """The one rule for "retrying": a pending job that was tried (``attempt_count`` > 0) and
+    failed (``last_error``). A job a person sent again (`retry_dead` sets its attempts to 0
+    and keeps the old error) is plain pending: it goes now, it does not wait for a retry."""
+    if status == JobStatus.PENDING and attempt_count > 0 and last_error:
+        return RETRYING
+    return JobStatus(status)
+
+
+class BadgeKind(enum.StrEnum):
+    """A work order's sync badge (`ui.viewmodels.badges.badge_for`), in the order a person
+    should worry about them; QML colours a badge by this word."""
+
+    FAILED = "failed"
+    CONFLICT = "conflict"
+    REVIEW = "review"
+    RETRYING = "retrying"
+    SENDING = "sending"
+    PENDING = "pending"
+    SYNCED = "synced"
 
 
 class AttemptOutcome(enum.StrEnum):

@@ -6,7 +6,7 @@ import datetime as dt
 import time
 from typing import Any
 
-from app.states import Reason
+from app.states import Connectivity, Reason
 
 __all__ = [
     "CONNECTIVITY_WORDS",
@@ -50,16 +50,16 @@ def number(n: int) -> str:
 
 
 #: The status bar's word for each connectivity state the engine publishes.
-CONNECTIVITY_WORDS = {
-    "online": "Online",
-    "degraded": "Online",  # the server answers; the failures are counted beside it
-    "offline": "Offline",
-    "unreachable": "Server unreachable",
-    "signed_out": "Signed out",
-    "paused": "Paused",
-    "connecting": "Connecting…",
-    "checking": "Connecting…",
-    "stopped": "Sync is not running",
+CONNECTIVITY_WORDS: dict[str, str] = {
+    Connectivity.ONLINE: "Online",
+    # The server answers; the failures are counted beside it.
+    Connectivity.DEGRADED: "Online",
+    Connectivity.OFFLINE: "Offline",
+    Connectivity.UNREACHABLE: "Server unreachable",
+    Connectivity.SIGNED_OUT: "Signed out",
+    Connectivity.PAUSED: "Paused",
+    Connectivity.CONNECTING: "Connecting…",
+    Connectivity.STOPPED: "Sync is not running",
 }
 
 

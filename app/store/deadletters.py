@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from app.states import JobStatus, Reason
+from app.states import RETRYING, JobStatus, Reason, job_state
 from app.store.db import connection
 from app.store.errors import storage_errors
 from app.store.store import Store
@@ -189,11 +189,11 @@ def job_states(store: Store, entity_ids: list[str]) -> dict[str, EntityJobState]
             for entity_id, status, attempts, next_at, error in rows:
                 entry = counts.setdefault(
                     entity_id,
-                    {**dict.fromkeys(JobStatus.outstanding(), 0), "retrying": 0},
+                    {**dict.fromkeys(JobStatus.outstanding(), 0), RETRYING: 0},
                 )
                 entry[status] += 1
-                if status == JobStatus.PENDING and attempts > 0 and error:
-                    entry["retrying"] += 1
+                if job_state(status, attempts, error) == RETRYING:
+                    entry[RETRYING] += 1
                     if entry.get("next_attempt_at") is None:
                         entry["next_attempt_at"] = next_at
                 if error and status != JobStatus.LEASED:

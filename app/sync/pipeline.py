@@ -19,12 +19,11 @@ from typing import Any
 
 from app.events import (
     ConflictRaised,
-    JobState,
     JobStateChanged,
     JobStatesChanged,
     RecordsChanged,
 )
-from app.states import JobStatus
+from app.states import RETRYING, JobStatus, job_state
 from app.store.db import connection
 from app.store.errors import StorageConditionError, storage_errors
 from app.store.jobs import TOPIC_WORK_ORDERS
@@ -39,7 +38,7 @@ from app.sync.status import PhaseProgress, SyncStatus
 from app.sync.sync_now import SyncReport
 from app.sync.transport import BatchItem, Reply, ServerClient
 
-__all__ = ["DeliveryPipeline", "FlushReport"]
+__all__ = ["DeliveryPipeline", "FlushReport", "job_states_now"]
 
 log = logging.getLogger(__name__)
 
@@ -75,22 +74,6 @@ def _claim(store: Store, worker_id: str, limit: int, count_rest: bool) -> tuple[
     return jobs, int(rest)
 
 
-_STATES: dict[str, JobState] = {
-    # Still leased: the lease was lost meanwhile and another worker holds the job now.
-    JobStatus.LEASED: JobStatus.LEASED,
-    JobStatus.DONE: JobStatus.DONE,
-    JobStatus.DEAD: JobStatus.DEAD,
-    JobStatus.CONFLICT: JobStatus.CONFLICT,
-}
-
-
-def _state_of(status: str, error: str | None) -> JobState:
-    """The queue's status as the UI shows it; a pending job with an error is retrying."""
-    if status == JobStatus.PENDING:
-        return "retrying" if error else JobStatus.PENDING
-    return _STATES.get(status, JobStatus.PENDING)
-
-
 def _apply(
     store: Store,
     results: list[tuple[ClaimedJob, dict[str, Any], Reply | TransientError]],
@@ -98,25 +81,30 @@ def _apply(
 ) -> tuple[DeliveryReport, tuple[JobStateChanged, ...]]:
     """Record the replies, then read back where each job ended, in one trip to the store."""
     report = apply_replies(store, results, duration_ms)
-    ids = [job.id for job, _, _ in results]
-    marks = ",".join("?" * len(ids))
+    return report, job_states_now(store, [job.id for job, _, _ in results])
+
+
+def job_states_now(store: Store, job_ids: list[int]) -> tuple[JobStateChanged, ...]:
+    """Where each of ``job_ids`` is now, as the engine publishes it after a reply (blocking:
+    run it on the executor)."""
+    marks = ",".join("?" * len(job_ids))
     with storage_errors(store.path):
         rows = connection(store.db).execute(
-            "SELECT id, entity_key, status, last_error, next_attempt_at FROM jobs "
+            "SELECT id, entity_key, status, attempt_count, last_error, next_attempt_at FROM jobs "
             f"WHERE id IN ({marks}) ORDER BY id",
-            ids,
+            job_ids,
         )
-        states = tuple(
+        return tuple(
             JobStateChanged(
                 job_id,
                 entity_id,
-                state := _state_of(status, error),
-                error if state in ("retrying", "dead") else None,
-                next_at if state == "retrying" else None,
+                # Still leased: the lease was lost meanwhile and another worker holds it now.
+                state := job_state(status, attempts, error),
+                error if state in (RETRYING, JobStatus.DEAD) else None,
+                next_at if state == RETRYING else None,
             )
-            for job_id, entity_id, status, error, next_at in rows
+            for job_id, entity_id, status, attempts, error, next_at in rows
         )
-    return report, states
 
 
 class DeliveryPipeline(EnginePart):

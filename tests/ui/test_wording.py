@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from ui.wording import iso_when, when
+from app.states import Connectivity, Reason
+from ui.wording import CONNECTIVITY_WORDS, iso_when, reason_in_words, when
 
 # A fixed "now": Tuesday 1 December 2026, 10:30 local time.
 NOW = dt.datetime(2026, 12, 1, 10, 30).timestamp()
@@ -43,3 +44,40 @@ def test_a_time_that_is_not_one_is_never_shown_raw() -> None:
     assert iso_when("yesterday-ish", NOW) == "an unknown time"
     assert iso_when(None) == "—"
     assert when(None) == "—"
+
+
+def test_every_connectivity_state_has_its_status_bar_word() -> None:
+    # The words of issue 12, one per state the engine publishes; none shown raw.
+    assert {state: CONNECTIVITY_WORDS[state] for state in Connectivity} == {
+        Connectivity.ONLINE: "Online",
+        Connectivity.DEGRADED: "Online",
+        Connectivity.OFFLINE: "Offline",
+        Connectivity.UNREACHABLE: "Server unreachable",
+        Connectivity.SIGNED_OUT: "Signed out",
+        Connectivity.PAUSED: "Paused",
+        Connectivity.CONNECTING: "Connecting…",
+        Connectivity.STOPPED: "Sync is not running",
+    }
+    # Looked up by the bridge's plain string, as the status bar does.
+    assert CONNECTIVITY_WORDS.get("unreachable") == "Server unreachable"
+
+
+@pytest.mark.parametrize(
+    ("code", "detail", "words"),
+    [
+        (
+            Reason.INVALID,
+            "title: required",
+            "The server refused the change as invalid. (title: required)",
+        ),
+        (Reason.NOT_FOUND, None, "The work order no longer exists on the server."),
+        (Reason.GAVE_UP, "  ", "Could not reach the server after many tries."),
+        (None, None, "No reason was recorded."),
+        (Reason.REFUSED, "409 odd", "The change could not be delivered. (409 odd)"),
+        ("an_unknown_code", "", "No reason was recorded."),
+    ],
+)
+def test_a_reason_code_is_worded_with_the_recorded_words_after_it(
+    code: str | None, detail: str | None, words: str
+) -> None:
+    assert reason_in_words(code, detail) == words

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.states import BadgeKind
 from app.store.deadletters import EntityJobState
 from ui.wording import time_until
 
-__all__ = ["BADGES", "Badge", "badge_for"]
+__all__ = ["BADGES", "Badge", "BadgeKind", "badge_for"]
 
 #: Every badge kind, in the order a person should worry about them.
-BADGES = ("failed", "conflict", "review", "retrying", "sending", "pending", "synced")
+BADGES: tuple[BadgeKind, ...] = tuple(BadgeKind)
 
 
 @dataclass(frozen=True)
 class Badge:
-    kind: str  # one of BADGES
+    kind: BadgeKind
     text: str  # short, shown on the row
     detail: str  # longer, on tap / hover
 
@@ -24,7 +25,7 @@ def badge_for(state: EntityJobState | None, now: float, *, online: bool = False)
     """The badge of one work order; ``online``: the engine last said the server answers
     (a pending edit is then on its way, not waiting for the server to come back)."""
     if state is None:
-        return Badge("synced", "Synced", "The server has every change to this work order.")
+        return Badge(BadgeKind.SYNCED, "Synced", "The server has every change to this work order.")
     waiting = state.pending + state.leased
     # Later edits of a work order wait behind a failed or conflicted one: say so, or the
     # person believes they will go out by themselves.
@@ -35,41 +36,41 @@ def badge_for(state: EntityJobState | None, now: float, *, online: bool = False)
     )
     if state.dead:
         return Badge(
-            "failed",
+            BadgeKind.FAILED,
             f"Failed (+{waiting} held)" if waiting else "Failed",
             f"A change could not be delivered: {state.last_error or 'no reason recorded'}. "
             f"Open the failed changes panel to retry or discard it.{held}",
         )
     if state.in_review:
         return Badge(
-            "review",
+            BadgeKind.REVIEW,
             "Waiting for review",
             f"An admin will decide; you can keep working.{held}",
         )
     if state.conflict:
         return Badge(
-            "conflict",
+            BadgeKind.CONFLICT,
             f"Conflict (+{waiting} held)" if waiting else "Conflict",
             f"Someone changed this work order on the server too. Choose what to keep.{held}",
         )
     if state.retrying:
         due = state.next_attempt_at is not None and state.next_attempt_at <= now
         return Badge(
-            "retrying",
+            BadgeKind.RETRYING,
             # Past its time the engine has not sent it yet (offline, probing): say so, never
             # "Retrying now" for as long as that lasts.
             "Waiting to retry" if due else f"Retrying {time_until(state.next_attempt_at, now)}",
             f"Last try failed: {state.last_error or 'unknown error'}",
         )
     if state.leased:
-        return Badge("sending", "Sending…", "Being sent to the server now.")
+        return Badge(BadgeKind.SENDING, "Sending…", "Being sent to the server now.")
     if state.pending:
         noun = "edit" if waiting == 1 else "edits"
         return Badge(
-            "pending",
+            BadgeKind.PENDING,
             f"Pending ({waiting} {noun})",
             "Saved on this device; being sent to the server."
             if online
             else "Saved on this device; will be sent when the server is reachable.",
         )
-    return Badge("synced", "Synced", "The server has every change to this work order.")
+    return Badge(BadgeKind.SYNCED, "Synced", "The server has every change to this work order.")

@@ -17,7 +17,7 @@ from app.store.store import Store
 from app.sync.errors import SyncError
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.viewmodels.badges import badge_for
+from ui.viewmodels.badges import BadgeKind, badge_for
 from ui.viewmodels.base import Refused, ViewModel, notified
 
 __all__ = [
@@ -84,25 +84,25 @@ def offline_mark(record: dict[str, Any]) -> str:
     return f"{OFFLINE_MARK} · {PINNED_MARK}" if record.get("pinned") else OFFLINE_MARK
 
 
-def out_of_scope_detail(badge: str, *, unsaved: bool = False) -> str:
+def out_of_scope_detail(badge: BadgeKind, *, unsaved: bool = False) -> str:
     """What happens to a work order that left the scope, by the state of its unsent edits
     (and of the person's typing not saved yet: the editor keeps it here meanwhile)."""
-    if unsaved and badge not in ("conflict", "failed"):
+    if unsaved and badge not in (BadgeKind.CONFLICT, BadgeKind.FAILED):
         return (
             "Your changes are not saved yet: save them and they are sent to the server; "
             "then it leaves this device. Or undo them."
         )
-    if badge == "conflict":
+    if badge == BadgeKind.CONFLICT:
         return (
             "Your edit conflicts with the server's version: resolve the conflict, then it "
             "leaves this device. Or discard your edits."
         )
-    if badge == "failed":
+    if badge == BadgeKind.FAILED:
         return (
             "The server refused your edit: retry it from Failed changes, or discard it. "
             "Then it leaves this device."
         )
-    if badge == "synced":
+    if badge == BadgeKind.SYNCED:
         return "Nothing of yours waits to be sent: it leaves this device when you close it."
     return (
         "Your edits stay on this device and will be sent; then it leaves this device. "
