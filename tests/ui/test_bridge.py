@@ -12,6 +12,7 @@ from app.events import (
     RecordsChanged,
     SyncProgress,
 )
+from app.states import RETRYING
 from ui.bridge import Bridge
 from ui.qt import QObject, Signal, connect
 
@@ -23,8 +24,8 @@ def test_each_event_becomes_its_signal(qtbot, bus: EventBus) -> None:
         bus.publish(QueueChanged({"pending": 2}, 3.5))
     assert blocker.args == [{"pending": 2}, 3.5]
     with qtbot.wait_signal(bridge.jobStateChanged) as blocker:
-        bus.publish(JobStateChanged(7, "e1", "pending", "timeout", 12.0))
-    assert blocker.args == [7, "e1", "pending", "timeout", 12.0]
+        bus.publish(JobStateChanged(7, "e1", RETRYING, "timeout", 12.0))
+    assert blocker.args == [7, "e1", "retrying", "timeout", 12.0]
     with qtbot.wait_signal(bridge.recordsChanged) as blocker:
         bus.publish(RecordsChanged(frozenset({"b", "a"})))
     assert blocker.args == [["a", "b"]]

@@ -23,12 +23,14 @@ from app.events import (
     ConnectivityChanged,
     EventBus,
     JobStateChanged,
+    JobStatesChanged,
     LastSyncChanged,
     QueueChanged,
     SyncProgress,
 )
 from app.store.queue import Outcome
 from app.store.store import Store
+from app.sync.pipeline import job_states_now
 from tests.ui.conftest import Runner, add_orders
 from tests.ui.fake_engine import FakeClock, FakeEngine, FakeReport
 from tests.ui.qml_driver import click, find, shown_texts, shows, type_into, walk
@@ -196,7 +198,8 @@ def test_a_retry_countdown_ticks_and_never_goes_stale(
     store.db.execute_sql(
         "UPDATE jobs SET next_attempt_at = ? WHERE id = ?", (clock.now + 30, job.id)
     )
-    bus.publish(JobStateChanged(job.id, entity_id, "pending", "connect error"))
+    # What the engine publishes after that reply: the job is retrying, due in 30 s.
+    bus.publish(JobStatesChanged(job_states_now(store, [job.id])))
     see(run, window, "Retrying in 30 s")
     clock.advance(27)
     see(run, window, "Retrying in 3 s")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 
-from app.events import EventBus, JobStateChanged, RecordsChanged
+from app.events import EventBus, JobStateChanged, JobStatesChanged, RecordsChanged
 from app.store.errors import StorageBusyError
 from app.store.queue import Outcome
 from app.store.store import Store
+from app.sync.pipeline import job_states_now
 from tests.ui.conftest import Runner, add_orders, make_dead
 from ui.services import Services
 from ui.viewmodels import workorders
@@ -70,7 +71,9 @@ def test_badges_follow_the_queue(
     run.until(lambda: model.get(0)["badge"] == "sending")
 
     store.queue.retry(job, Outcome(error="connect error: no route to host"))
-    bus.publish(JobStateChanged(job.id, synced, "pending", "connect error"))
+    (retrying,) = job_states_now(store, [job.id])  # as the engine publishes it
+    assert (retrying.status, retrying.error) == ("retrying", "connect error: no route to host")
+    bus.publish(JobStatesChanged((retrying,)))
     run.until(lambda: model.get(0)["badge"] == "retrying")
     assert model.get(0)["badgeText"].startswith("Retrying ")
     assert "no route to host" in model.get(0)["badgeDetail"]
