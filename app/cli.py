@@ -128,6 +128,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"uploads: {uploads['waiting']} waiting ({uploads['bytes_waiting']} bytes), "
         f"{uploads['failed']} failed"
     )
+    print(f"unsaved drafts: {stats['drafts']}")
     print(f"database: {stats['database_size_bytes']} bytes")
     return 0
 

@@ -19,7 +19,8 @@ from app.events import EventBus, OpChanges
 from app.mutations import validate_mutation
 from app.pending_export import ExportSummary, export_pending
 from app.records import ValidationError, format_validation_error
-from app.store.db import connection
+from app.store.db import WriteTransaction, connection
+from app.store.drafts import Draft, drop_draft, keep_draft, read_draft
 from app.store.editing import hold_for_editing, release_all_editing, release_editing
 from app.store.errors import InvalidEditError, StoreError, storage_errors
 from app.store.settings import read_setting, write_setting
@@ -136,15 +137,34 @@ class Operations:
         entity_id: str | None,
         fields: dict[str, Any],
         base_version: int | None = None,
+        *,
+        draft: str | None = None,
     ) -> EditResult:
-        """Save one change on this device and queue it (`Store.record_edit`)."""
+        """Save one change on this device and queue it (`Store.record_edit`); the draft of
+        the form ``draft`` names (`app.store.drafts`) goes in the same transaction."""
 
         def save() -> EditResult:
-            return self.store.record_edit(op, entity_id, fields, base_version=base_version)
+            store = self.store
+            with WriteTransaction(store.db, store.path):
+                result = store.record_edit(op, entity_id, fields, base_version=base_version)
+                if draft is not None:
+                    drop_draft(store, draft)
+            return result
 
         result = await self.executor.run(save)
         self._publish(OpChanges(frozenset({result.entity_id}), queue=True))
         return result
+
+    async def keep_draft(self, draft: Draft) -> None:
+        """The person's typing on one form, kept through a kill; never sent."""
+        await self.executor.run(keep_draft, self.store, draft)
+
+    async def drop_draft(self, entity_id: str) -> bool:
+        """The person saved or discarded the typing of this form ('': the new one)."""
+        return await self.executor.run(drop_draft, self.store, entity_id)
+
+    async def read_draft(self, entity_id: str) -> Draft | None:
+        return await self.executor.run(read_draft, self.store, entity_id)
 
     async def hold_for_editing(self, entity_id: str) -> bool:
         """The editor shows this work order: it stays on the device while it does, even when

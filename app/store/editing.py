@@ -12,7 +12,8 @@ of it is unsent.
 Holds live in the database, not in the app's memory, because the pull may run in another
 process (the background worker). A hold is the app's word for its own lifetime: the app
 drops every hold when it starts (`release_all_editing`), since typing in a window that
-ended is gone with it. Synchronous: call it off the UI loop.
+ended is gone with it, unless a draft kept it (`app.store.drafts`): that hold stays until
+the draft is saved or discarded. Synchronous: call it off the UI loop.
 """
 
 from __future__ import annotations
@@ -46,9 +47,13 @@ def release_editing(store: Any, entity_id: str) -> set[str]:
 
 
 def release_all_editing(store: Any) -> set[str]:
-    """The app starts: holds of an earlier run go (its unsaved typing went with it), and
-    what they kept leaves if nothing of it is unsent. Returns the ids that left."""
+    """The app starts: holds of an earlier run go (its unsaved typing went with it, but for
+    drafts, whose holds stay), and what they kept leaves if nothing of it is unsent. Returns
+    the ids that left."""
     with WriteTransaction(store.db, store.path) as conn:
-        if conn.execute("DELETE FROM editing_holds").rowcount == 0:
+        released = conn.execute(
+            "DELETE FROM editing_holds WHERE entity_id NOT IN (SELECT entity_id FROM drafts)"
+        ).rowcount
+        if released == 0:
             return set()
         return remove_departed(conn)

@@ -202,6 +202,24 @@ def _v8_editing_holds(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
     db.execute_sql("CREATE TABLE editing_holds (entity_id TEXT PRIMARY KEY, held_at REAL NOT NULL)")
 
 
+def _v9_drafts(db: pw.SqliteDatabase, migrator: SqliteMigrator) -> None:
+    """What the person typed in the editor and has not saved (issue 24), one row per form
+    (``entity_id`` '' for a new work order): kept through a kill or a power cut, never sent
+    (`app.store.drafts`). Nothing queued changes.
+    """
+    db.execute_sql(
+        """
+        CREATE TABLE drafts (
+            entity_id TEXT PRIMARY KEY,
+            fields TEXT NOT NULL,
+            base TEXT NOT NULL,
+            base_version INTEGER,
+            updated_at REAL NOT NULL
+        )
+        """
+    )
+
+
 #: (version, migration) in order. Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, _v1_initial),
@@ -212,6 +230,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (6, _v6_scope),
     (7, _v7_attachments),
     (8, _v8_editing_holds),
+    (9, _v9_drafts),
 ]
 LATEST_VERSION = MIGRATIONS[-1][0]
 

@@ -11,6 +11,7 @@ import peewee as pw
 
 from app.states import JobStatus
 from app.store.db import connection
+from app.store.drafts import count_drafts
 from app.store.models import JOB_STATUSES
 
 __all__ = ["ATTEMPT_BUCKETS", "queue_stats"]
@@ -117,6 +118,8 @@ def queue_stats(db: pw.SqliteDatabase, path: Path, now: float | None = None) -> 
         **_delivery(counters),
         "cache": _cache(conn, now),
         "uploads": _uploads(conn),
+        # Typing kept on the device, never sent (`app.store.drafts`).
+        "drafts": count_drafts(conn),
         "queue_depth": depth,
         "oldest_pending_age_s": None if oldest is None else round(max(now - oldest, 0.0), 3),
         "attempt_histogram": histogram,

@@ -14,10 +14,12 @@ from app.store.jobs import ConflictHold
 
 __all__ = [
     "UNKNOWN_BASE",
+    "DraftMerge",
     "Merge",
     "conflict_hold",
     "conflict_kind",
     "intent_applied",
+    "merge_draft",
     "three_way",
     "unknown_base",
 ]
@@ -113,3 +115,28 @@ def conflict_hold(
         overlapping=overlapping,
         auto_merged=dict(merge.auto_merged),
     )
+
+
+@dataclass(frozen=True)
+class DraftMerge:
+    """Typing kept over a work order (`app.store.drafts`), reopened over its record now."""
+
+    #: What the editor shows: the record now, with the person's typing over it.
+    form: dict[str, str]
+    #: Fields the person typed that the server also changed, differently: the server's
+    #: value (the form holds the person's until they choose).
+    overlapping: dict[str, str]
+    #: Fields the person did not touch that changed on the server (they follow it).
+    from_server: tuple[str, ...]
+
+
+def merge_draft(base: dict[str, str], typed: dict[str, str], now: dict[str, str]) -> DraftMerge:
+    """``base`` is the form the typing began on, ``typed`` the whole form as typed, ``now``
+    the record as a form today. Neither side is lost: what only one side changed is taken
+    from it, what both changed alike is kept, what both changed differently is named."""
+    mine = {name: value for name, value in typed.items() if value != base.get(name)}
+    merge = three_way(base, mine, now)
+    form = {**now, **mine}
+    overlapping = {name: now[name] for name in merge.overlapping}
+    from_server = tuple(name for name, side in merge.auto_merged.items() if side == "theirs")
+    return DraftMerge(form, overlapping, from_server)

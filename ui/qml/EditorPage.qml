@@ -20,6 +20,12 @@ FsPage {
         Layout.fillWidth: true
     }
 
+    RestoredDraftCard {
+        objectName: "restoredDraftCard"
+        vm: page.vm.draft
+        Layout.fillWidth: true
+    }
+
     FsCard {
         objectName: "unsyncedBanner"
         visible: page.vm.unsynced || page.vm.isNew

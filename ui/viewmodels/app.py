@@ -91,6 +91,7 @@ class AppViewModel(QObject):
         connect(self._keep_offline.discarded, self.on_keep_offline_discarded)
         connect(self._search.openLocal, self.openWorkOrder)
         connect(self._editor.saved, self.on_editor_saved)
+        connect(self._editor.restoredNew, self.on_editor_restored_new)
         connect(self._editor.changed, self.titleChanged.emit)
         connect(self._conflicts.finished, self.on_conflicts_finished)
         connect(self._sign_in.signedIn, self.on_sign_in_signed_in)
@@ -249,6 +250,11 @@ class AppViewModel(QObject):
 
     def on_editor_saved(self, entity_id: str) -> None:
         self._services.wake()
+
+    def on_editor_restored_new(self) -> None:
+        """A new work order's typing from an earlier run is back: show it, as it was."""
+        if self._page == "list":
+            self._show("editor")
 
     def on_editor_changed(self) -> None:
         self._keep_offline.follow(self._editor.entityId if self._editor.loaded else "")

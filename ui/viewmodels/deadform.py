@@ -14,7 +14,7 @@ from typing import Any
 
 from app.mutations import validate_mutation
 from app.records import ValidationError
-from ui.viewmodels.editor import FIELDS, field_errors
+from ui.viewmodels.form import FIELDS, field_errors
 
 __all__ = ["form_fields", "form_payload", "refused_fields"]
 

@@ -10,15 +10,18 @@ Save writes the cache and enqueues the job in one transaction (the core operatio
 `Operations.save_edit`), offline or not; the row's badge turns "pending" at once because the
 operation's OpChanges names the record. Validation uses the mutation contract
 (`app.mutations`), as the store and the server do.
+
+What the person types is kept as a draft through a kill (`ui.viewmodels.drafts`): written
+after each pause in typing, removed with Save (in its transaction) or Undo/Discard, and
+restored, merged over the record as it is now, when the form opens again.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.mutations import validate_mutation
-from app.records import ValidationError
 from app.store.deadletters import EntityJobState, job_states
+from app.store.drafts import NEW_FORM, Draft, read_draft
 from app.store.errors import InvalidEditError, StoreError
 from app.store.store import Store
 from ui.crash import report
@@ -26,21 +29,11 @@ from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.badges import badge_for
 from ui.viewmodels.base import ViewModel, notified
+from ui.viewmodels.drafts import DraftKeeper
+from ui.viewmodels.form import BLANK, FIELDS, as_form, check_form, follow_server
 from ui.wording import field_label
 
 __all__ = ["FIELDS", "EditorViewModel"]
-
-FIELDS = ("title", "site", "status", "priority", "assignee", "team", "due_date", "notes")
-_BLANK = {
-    "title": "",
-    "site": "",
-    "status": "open",
-    "priority": "normal",
-    "assignee": "",
-    "team": "",
-    "due_date": "",
-    "notes": "",
-}
 
 
 def _load(store: Store, entity_id: str) -> tuple[dict[str, Any] | None, EntityJobState | None]:
@@ -48,17 +41,10 @@ def _load(store: Store, entity_id: str) -> tuple[dict[str, Any] | None, EntityJo
     return record, job_states(store, [entity_id]).get(entity_id)
 
 
-def _as_form(record: dict[str, Any]) -> dict[str, str]:
-    return {name: "" if record.get(name) is None else str(record[name]) for name in FIELDS}
-
-
-def field_errors(error: ValidationError) -> dict[str, str]:
-    errors: dict[str, str] = {}
-    for item in error.errors():
-        name = str(item["loc"][0]) if item["loc"] else "record"
-        message = str(item["msg"]).removeprefix("Value error, ")
-        errors.setdefault(name, message[0].upper() + message[1:] if message else message)
-    return errors
+def _open(
+    store: Store, entity_id: str
+) -> tuple[dict[str, Any] | None, EntityJobState | None, Draft | None]:
+    return (*_load(store, entity_id), read_draft(store, entity_id))
 
 
 class EditorViewModel(ViewModel):
@@ -67,11 +53,13 @@ class EditorViewModel(ViewModel):
     Signals:
         changed()  — fields, errors or state changed
         saved(str entity_id)  — written to the local queue and cache
+        restoredNew()  — a new work order's typing was restored (the app shows the editor)
         message(str)  — something to tell the person once (from ViewModel)
     """
 
     changed = Signal()
     saved = Signal(str)
+    restoredNew = Signal()
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         # A failed load or save is a bug here (the saves tell StoreErrors themselves), and
@@ -79,8 +67,8 @@ class EditorViewModel(ViewModel):
         super().__init__(parent, on_error=self._on_task_error, conditions_as_messages=False)
         self._services = services
         self._entity_id = ""
-        self._original: dict[str, str] = dict(_BLANK)
-        self._form: dict[str, str] = dict(_BLANK)
+        self._original: dict[str, str] = dict(BLANK)
+        self._form: dict[str, str] = dict(BLANK)
         self._server_version: int | None = None
         self._state: EntityJobState | None = None
         self._errors: dict[str, str] = {}
@@ -99,6 +87,11 @@ class EditorViewModel(ViewModel):
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
         connect(services.bridge.connectivityChanged, self.on_bridge_connectivity_changed)
         connect(self.changed, self.on_changed)
+        self._drafts = DraftKeeper(services, self._draft_snapshot, self)
+        connect(self._drafts.changed, self.changed.emit)
+        connect(self._drafts.discardRequested, self.revert)
+        connect(self._drafts.chosen, self.setField)
+        connect(self._drafts.message, self.message.emit)
 
     # -- slots ------------------------------------------------------------------------------
 
@@ -107,9 +100,10 @@ class EditorViewModel(ViewModel):
         self._generation += 1
         if self._held and self._held != entity_id:
             self._let_go()
+        self._drafts.forget()
         self._entity_id = entity_id
-        self._original = dict(_BLANK)
-        self._form = dict(_BLANK)
+        self._original = dict(BLANK)
+        self._form = dict(BLANK)
         self._server_version = None
         self._state = None
         self._reset_validation()
@@ -119,6 +113,18 @@ class EditorViewModel(ViewModel):
     @Slot()
     def newRecord(self) -> None:
         self._blank("", loaded=True)
+        self._tasks.start(self._restore_new(self._generation), "editor-restore-new")
+
+    async def _restore_new(self, generation: int) -> bool:
+        """A new work order's typing kept from an earlier run comes back on the new form."""
+        draft = await self._services.operations.read_draft(NEW_FORM)
+        if draft is None or generation != self._generation or self._entity_id or self.dirty:
+            return False
+        self._form = self._drafts.restore(draft, dict(BLANK))
+        self._touched = set(draft.typed)
+        self._validate()
+        self.changed.emit()
+        return True
 
     @Slot(str)
     def load(self, entity_id: str) -> None:
@@ -133,10 +139,21 @@ class EditorViewModel(ViewModel):
         self._blank("", loaded=True)
 
     def start(self) -> None:
-        """The app starts: what an earlier run's editor held goes (its typing went too)."""
+        """The app starts: what an earlier run's editor held goes, but for its drafts; a
+        new work order's draft opens the editor on it."""
         self._tasks.start(self._services.operations.release_editing(), "editor-release-all")
+        self._tasks.start(self._announce_new(self._generation), "editor-restore-new")
+
+    async def _announce_new(self, generation: int) -> None:
+        if await self._restore_new(generation):
+            self.restoredNew.emit()
+
+    async def wait_idle(self) -> None:
+        await super().wait_idle()
+        await self._drafts.wait_idle()
 
     async def aclose(self) -> None:
+        await self._drafts.aclose()
         await super().aclose()
         if self._held:
             held, self._held = self._held, ""
@@ -156,8 +173,8 @@ class EditorViewModel(ViewModel):
                 self._held = entity_id
                 if generation != self._generation and self._entity_id != entity_id:
                     self._let_go()  # the person opened another form meanwhile
-            record, state = await self._services.executor.run(
-                _load, self._services.store, entity_id
+            record, state, draft = await self._services.executor.run(
+                _open, self._services.store, entity_id
             )
         except StoreError as exc:
             if generation == self._generation:
@@ -173,12 +190,19 @@ class EditorViewModel(ViewModel):
         if self._services.engine is not None:
             # Shown from the cache at once; refreshed in the background if it is stale.
             self._services.engine.revalidate(entity_id)
-        self._original = _as_form(record)
+        self._original = as_form(record)
         self._form = dict(self._original)
         self._server_version = record["server_version"]
         self._state = state
         self._reset_validation()
         self._loaded = True
+        if draft is not None:
+            self._form = self._drafts.restore(draft, self._original)
+            self._touched = set(draft.typed)
+            if self.dirty:
+                self._validate()
+            else:  # typed back to what the work order says now: nothing to restore
+                self._drafts.drop(entity_id)
         self.changed.emit()
 
     @Slot(str, str)
@@ -191,12 +215,22 @@ class EditorViewModel(ViewModel):
         self._touched.add(name)
         self._validate()
         self.changed.emit()
+        self._drafts.typed()
 
     @Slot()
     def revert(self) -> None:
+        """Undo the typing (or discard it, leaving the editor): its draft goes too."""
         self._form = dict(self._original)
         self._reset_validation()
+        self._drafts.drop(self._entity_id)
         self.changed.emit()
+
+    def _draft_snapshot(self) -> tuple[str, Draft | None]:
+        key = self._entity_id
+        if not self.dirty or not self._loaded:
+            return key, None
+        clock = self._services.clock()
+        return key, Draft(key, dict(self._form), dict(self._original), self._server_version, clock)
 
     @Slot()
     def save(self) -> None:
@@ -214,6 +248,8 @@ class EditorViewModel(ViewModel):
         # work order before then.
         op = "create" if self.isNew else "update"
         edit = (op, self._entity_id or None, clean, self._server_version)
+        # The save removes the draft; no pause may write it back after.
+        self._drafts.forget()
         self._tasks.start(self._save(self._generation, *edit), "editor-save")
 
     async def _save(
@@ -230,13 +266,16 @@ class EditorViewModel(ViewModel):
                 entity_id,
                 fields,
                 base,
+                draft=entity_id or NEW_FORM,
             )
         except InvalidEditError as exc:
             self._errors = {"record": str(exc)}
             self.message.emit(f"Not saved: {exc}")
+            self._drafts.typed()  # the typing stays: so does its draft
             return
         except StoreError as exc:
             self.message.emit(f"Not saved: {exc}")
+            self._drafts.typed()
             return
         finally:
             self._saving = False
@@ -290,12 +329,10 @@ class EditorViewModel(ViewModel):
         if generation != self._generation or record is None or not self.dirty:
             return
         self._state = state
-        fresh = _as_form(record)
-        typed = {name: value for name, value in self._form.items() if value != self._original[name]}
-        if record["server_version"] != self._server_version and all(
-            fresh[name] == self._original[name] for name in typed
-        ):
-            self._original, self._form = fresh, {**fresh, **typed}
+        moved = record["server_version"] != self._server_version
+        followed = follow_server(self._original, self._form, as_form(record)) if moved else None
+        if followed is not None:
+            self._original, self._form = followed
             self._server_version = record["server_version"]
             self._validate()
         self.changed.emit()
@@ -311,31 +348,8 @@ class EditorViewModel(ViewModel):
 
     # -- validation -------------------------------------------------------------------------
 
-    def _changed_fields(self) -> dict[str, Any]:
-        changed: dict[str, Any] = {}
-        for name in FIELDS:
-            if self.isNew or self._form[name] != self._original[name]:
-                value: Any = self._form[name]
-                if name == "due_date" and value == "":
-                    value = None
-                changed[name] = value
-        return changed
-
     def _validate(self) -> dict[str, Any] | None:
-        fields = self._changed_fields()
-        op = "create" if self.isNew else "update"
-        if op == "update" and not fields:
-            self._errors = {}
-            return {}  # "Nothing changed." at save, not an error while typing
-        try:
-            clean = validate_mutation(op, self._entity_id or None, fields).fields
-        except ValidationError as exc:
-            self._errors = field_errors(exc)
-            return None
-        except ValueError as exc:
-            self._errors = {"record": str(exc)}
-            return None
-        self._errors = {}
+        clean, self._errors = check_form(self._entity_id, self._form, self._original)
         return clean
 
     def _reset_validation(self) -> None:
@@ -359,6 +373,11 @@ class EditorViewModel(ViewModel):
         return not self._entity_id
 
     loaded = notified(bool, "_loaded", changed)
+
+    @Property(QObject, constant=True)
+    def draft(self) -> DraftKeeper:
+        """Typing restored from an earlier run, and what to choose of it."""
+        return self._drafts
 
     @Property("QVariantMap", notify=changed)
     def fields(self) -> dict[str, str]:
@@ -386,6 +405,8 @@ class EditorViewModel(ViewModel):
     def canSave(self) -> bool:
         if not self.isNew and not self._loaded:
             return False
+        if self._drafts.choosing:
+            return False  # a field both sides changed waits for the person's choice
         return not self._saving and not self._errors and (self.isNew or self.dirty)
 
     saving = notified(bool, "_saving", changed)
