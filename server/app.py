@@ -20,6 +20,7 @@ from server import (
     scope_routes,
 )
 from server.blobs import BlobStore, RunningHashes, attachments_root
+from server.console.mount import mount_console
 from server.database import open_store
 from server.http import Admin, CorrelationMiddleware, ServerContext, install_error_handlers
 from server.idempotency import abandon_claims, prune_expired
@@ -112,6 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_conflicts.router)
     app.include_router(routes_uploads.router)
     app.include_router(attachments.router)
+    mount_console(app, settings, store)
 
     @app.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, str]:

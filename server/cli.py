@@ -9,6 +9,8 @@
     fieldsync-server revoke-device phone-1
     fieldsync-server list-devices   # name, role, created, state, user, team, sees (tab-separated)
     fieldsync-server prune-keys
+    fieldsync-server add-user --name ana --role admin|dispatcher --password-stdin
+    fieldsync-server set-user ana --password-stdin | remove-user ana | list-users
 
 Every subcommand takes `--db URL` (default `FIELDSYNC_SERVER_DB`, else a SQLite file in the
 XDG data dir).
@@ -37,6 +39,7 @@ from server.auth import (
     revoke_device,
     set_device,
 )
+from server.console.cli import USER_COMMANDS, add_user_commands
 from server.database import Store, open_store
 from server.idempotency import prune_expired
 from server.listen import listening_socket, uvicorn_config
@@ -99,6 +102,11 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     serve.add_argument(
+        "--console-secure-cookies",
+        action="store_true",
+        help="mark the console's session cookie Secure (when served behind TLS)",
+    )
+    serve.add_argument(
         "--attachments-dir",
         default=None,
         help="where attachment files live (default: attachments/ beside a SQLite database)",
@@ -139,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     revoke.add_argument("name")
 
     command("list-devices", "list provisioned devices")
+    add_user_commands(command)
     prune = command("prune-keys", "delete expired idempotency keys now")
     prune.add_argument("--key-retention-days", type=float, default=30.0)
     return parser
@@ -210,6 +219,7 @@ def _serve(args: argparse.Namespace, db_url: str) -> int:
             kind.strip() for kind in args.attachment_types.split(",") if kind.strip()
         ),
         upload_expiry_seconds=args.upload_expiry_days * _DAY,
+        console_secure_cookies=args.console_secure_cookies,
     )
     # Create the schema once here, before any worker races another to it.
     open_store(db_url).close()
@@ -274,6 +284,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args, db_url)
     store = open_store(db_url)
     try:
+        if args.command in USER_COMMANDS:
+            action, run = USER_COMMANDS[args.command]
+            try:
+                return run(store, args)
+            except ValueError as error:  # a name, role or password the rules refuse
+                print(f"cannot {action} user: {error}", file=sys.stderr)
+                return 2
         if args.command in _PERSON_COMMANDS:
             action, run = _PERSON_COMMANDS[args.command]
             try:

@@ -76,6 +76,20 @@ class Settings:
     search_max_limit: int = 200
     changes_default_limit: int = 100
     changes_max_limit: int = 1000
+    #: The office console (server/console/): mark its session cookie `Secure` (behind TLS).
+    console_secure_cookies: bool = False
+    #: A console session ends this long after sign-in.
+    console_session_seconds: float = 12 * 3600.0
+    #: Failed console sign-ins allowed per user name and per address within the window.
+    console_sign_in_failures_per_name: int = 5
+    console_sign_in_failures_per_address: int = 20
+    console_sign_in_window_seconds: float = 900.0
+    #: The fleet colours a device's last sync green under `amber` seconds, amber under `red`,
+    #: red beyond.
+    console_sync_amber_seconds: float = _DAY
+    console_sync_red_seconds: float = 7 * _DAY
+    #: How often an open fleet page refreshes itself.
+    console_poll_seconds: int = 10
     #: Wall clock (epoch seconds); injected by tests of retention and rate limiting.
     clock: Callable[[], float] = field(default=time.time, compare=False)
     #: Monotonic clock for the rate limiter.

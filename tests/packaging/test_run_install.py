@@ -10,7 +10,17 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER_PACKAGES = {"fastapi", "uvicorn", "psycopg2-binary", "pillow"}
+SERVER_PACKAGES = {
+    "fastapi",
+    "uvicorn",
+    "psycopg2-binary",
+    "pillow",
+    # The office console (server/console/).
+    "jinja2",
+    "python-multipart",
+    "argon2-cffi",
+    "segno",
+}
 TEST_ONLY_DEBIAN = {
     "postgresql",
     "gnome-keyring",
@@ -18,6 +28,7 @@ TEST_ONLY_DEBIAN = {
     "desktop-file-utils",
     "appstream",
     "flatpak-builder",
+    "chromium",
 }
 
 

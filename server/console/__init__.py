@@ -1,0 +1,1 @@
+"""The office console under `/console/`: server-rendered pages (Jinja2 + htmx) for the office."""
