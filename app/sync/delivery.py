@@ -126,7 +126,7 @@ def apply_replies(
                     Outcome(str(reply), None, duration_ms, failure.kind, failure.code),
                     retry_after=reply.retry_after,
                 )
-                report.count_retry(job, retry_reason(reply), str(reply))
+                report.count_retry(job, retry_reason(failure), str(reply))
                 continue
             verdict = classify_reply(reply.status, reply.error, reply.raw_error)
             outcome = Outcome(
@@ -162,13 +162,13 @@ def apply_replies(
                         Reason.MALFORMED,
                     ),
                 )
-                report.count_retry(job, "malformed", problem)
+                report.count_retry(job, str(Reason.MALFORMED), problem)
             elif verdict.kind is ReplyKind.AUTH:
                 queue.release([job])
                 report.auth_failed = True
             elif verdict.kind is ReplyKind.TRANSIENT:
                 queue.retry(job, outcome, retry_after=reply.retry_after)
-                report.count_retry(job, retry_reason(reply.status, reply.error))
+                report.count_retry(job, retry_reason(verdict))
             else:
                 queue.dead(job, outcome)
                 report.dead += 1

@@ -14,7 +14,9 @@ by the queue (dead, or conflict) with its `Verdict`. A cancelled sync is silent
 translated in one place, `from_httpx`, at the transport boundary.
 
 Every verdict carries a `ReplyKind` and a `Reason` code; the attempt row stores both and the
-UI words a failure from the code. Mutations are classified by `classify_status` (the table
+UI words a failure from the code. A protocol adds only its own rows and asks this table for
+the rest (`app.sync.tus.classify`: an offset mismatch, a locked upload, a damaged chunk, an
+upload gone). Mutations are classified by `classify_status` (the table
 below, as documented in the README) and `classify_failure`; reads (the changes feed, a
 record) by `read_error`; an escalation's reply by `classify_escalation`, an admin's
 decision by `classify_decision`, a pin's by `classify_pin`.
@@ -30,7 +32,7 @@ decision by `classify_decision`, a pin's by `classify_pin`.
     200/201 (replayed or not)              success       done (replay counted)
     409 version_conflict, current==intent  success       done (applied earlier, reply lost)
     409 version_conflict                   conflict      conflict (auto-merge or a person)
-    400, 403, 404, 413, 422                permanent     dead with the server's reason
+    400, 403, 404, 413, 415, 422           permanent     dead with the server's reason
     401                                    auth          pending, worker paused, sign in
     other 4xx                              permanent     dead
     other 5xx                              transient     pending + backoff
@@ -117,6 +119,7 @@ _PERMANENT = {
     403: (Reason.FORBIDDEN, "this device is not allowed to do that"),
     404: (Reason.NOT_FOUND, "the work order does not exist on the server"),
     413: (Reason.TOO_LARGE, "the change is too large for the server"),
+    415: (Reason.UNSUPPORTED_TYPE, "the server does not take this type of content"),
     422: (Reason.INVALID, "the server rejected the values"),
 }
 
@@ -232,15 +235,10 @@ def classify_pin(status: int, error: str | None = None) -> Verdict:
     return classify_status(status, error)
 
 
-def retry_reason(outcome: TransientError | int, error: str | None = None) -> str:
-    """A short, stable name for why a job is retried (the `retry_reason:*` counters)."""
-    if isinstance(outcome, TransientError):
-        return str(classify_failure(outcome).code)
-    if outcome == 429:
-        return "rate_limited"
-    if outcome == 409 and error == "idempotency_key_in_use":
-        return "key_in_use"
-    return f"http_{outcome}"
+def retry_reason(verdict: Verdict) -> str:
+    """A short, stable name for why a job is retried (the `retry_reason:*` counters): its
+    reason code, so a counter and the attempt row name a retry alike."""
+    return str(verdict.code)
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -1,7 +1,8 @@
 """The tus 1.0.0 client side of an upload: requests, what each reply means, chunk sizes.
 
 Pure parts (no I/O) are tested directly: `classify` maps a tus reply to what the uploader
-does next; `ChunkSizer` picks the next chunk's size from the last one's speed (start 1 MiB,
+does next (the tus rows here, every shared family from `app.sync.errors.classify_status`);
+`ChunkSizer` picks the next chunk's size from the last one's speed (start 1 MiB,
 at most 8 MiB, aiming at ``target_s`` a chunk so that an edit queued behind an upload waits
 at most about that long). The requests stream the file (``content`` is an async iterator of
 1 MiB pieces), so memory stays flat whatever the file's size. `ChecksumAhead` reads and hashes
@@ -22,8 +23,8 @@ from typing import TypeVar
 import httpx
 
 from app.disk import file_sha256
-from app.states import Reason
-from app.sync.errors import parse_retry_after
+from app.states import Reason, ReplyKind
+from app.sync.errors import Verdict, classify_status, parse_retry_after
 from app.sync.transport import ServerClient
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "ChecksumAhead",
     "ChunkSizer",
     "Next",
+    "Step",
     "TusReply",
     "classify",
     "create_upload",
@@ -73,55 +75,88 @@ class TusReply:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Step:
+    """What the uploader does after a tus reply (`next`), and the shared `Verdict` of
+    `app.sync.errors` its attempt records (the family, the words, the reason code)."""
+
     next: Next
-    reason: str
-    code: Reason | None = None
+    verdict: Verdict
+
+    @property
+    def reason(self) -> str:
+        return self.verdict.reason
+
+    @property
+    def code(self) -> Reason:
+        return self.verdict.code
+
+    @classmethod
+    def retry(cls, reason: str, code: Reason) -> Step:
+        return cls(Next.RETRY, Verdict(ReplyKind.TRANSIENT, reason, code))
+
+    @classmethod
+    def fail(cls, reason: str, code: Reason) -> Step:
+        return cls(Next.FAIL, Verdict(ReplyKind.PERMANENT, reason, code))
 
 
-_FAILS = {
-    403: (Reason.FORBIDDEN, "this device may not upload to that work order"),
-    413: (Reason.TOO_LARGE, "the file is larger than the server accepts"),
-    415: (Reason.UNSUPPORTED_TYPE, "the server does not accept files of this type"),
+#: Each family of the shared table, as the uploader's next move.
+_NEXT_OF_KIND = {
+    ReplyKind.SUCCESS: Next.GO_ON,
+    ReplyKind.TRANSIENT: Next.RETRY,
+    ReplyKind.PERMANENT: Next.FAIL,
+    ReplyKind.AUTH: Next.SIGN_IN,
+    # A version conflict is a work order's; an upload has none to resolve.
+    ReplyKind.CONFLICT: Next.FAIL,
+}
+
+#: A file's own words for the shared table's refusals (shown on its tile as "Failed: …").
+_FILE_WORDS = {
+    Reason.FORBIDDEN: "this device may not upload to that work order",
+    Reason.TOO_LARGE: "the file is larger than the server accepts",
+    Reason.UNSUPPORTED_TYPE: "the server does not accept files of this type",
+    Reason.KEY_REUSED: "the server holds another file under this attachment's id",
 }
 
 
-def classify(status: int, step: str, error: str | None = None) -> Verdict:
-    """What a tus reply means at ``step`` (``create``, ``head``, ``patch``, ``delete``)."""
-    if 200 <= status < 300:
-        return Verdict(Next.GO_ON, "ok")
-    if status == 401:
-        return Verdict(Next.SIGN_IN, "the server refused this device's token", Reason.SIGNED_OUT)
+def _tus_row(status: int, step: str) -> Step | None:
+    """The rows of the tus protocol itself; None: the shared table decides."""
+    if 200 <= status < 300:  # tus answers a PATCH, a HEAD and a DELETE with 204 or 200
+        return Step(Next.GO_ON, Verdict(ReplyKind.SUCCESS, "ok", Reason.APPLIED))
     if status in (404, 410):
         if step == "create":
-            return Verdict(
-                Next.FAIL, "the work order does not exist on the server", Reason.NOT_FOUND
-            )
-        return Verdict(Next.RESTART, "the server no longer holds the upload", Reason.NOT_FOUND)
+            words = "the work order does not exist on the server"
+            return Step.fail(words, Reason.NOT_FOUND)
+        words = "the server no longer holds the upload"
+        return Step(Next.RESTART, Verdict(ReplyKind.TRANSIENT, words, Reason.NOT_FOUND))
     if status == 409 and step == "patch":
-        return Verdict(Next.HEAD, "the server holds a different offset", Reason.REFUSED)
+        words = "the server holds a different offset"
+        return Step(Next.HEAD, Verdict(ReplyKind.TRANSIENT, words, Reason.REFUSED))
     if status == 409 and step == "delete":
-        return Verdict(Next.GO_ON, "the upload had completed: remove the attachment")
+        words = "the upload had completed: remove the attachment"
+        return Step(Next.GO_ON, Verdict(ReplyKind.SUCCESS, words, Reason.APPLIED))
     if status == 423:
-        words = "the server is still writing an earlier piece of this upload"
-        return Verdict(Next.RETRY, words, Reason.SERVER_BUSY)
+        return Step.retry(
+            "the server is still writing an earlier piece of this upload", Reason.SERVER_BUSY
+        )
     if status == CHECKSUM_MISMATCH:
-        return Verdict(Next.RETRY, "the bytes arrived damaged (checksum)", Reason.CHECKSUM_MISMATCH)
-    if status in _FAILS:
-        code, words = _FAILS[status]
-        return Verdict(Next.FAIL, words, code)
-    if status == 422:
-        if error == "idempotency_key_reused":
-            words = "the server holds another file under this attachment's id"
-            return Verdict(Next.FAIL, words, Reason.KEY_REUSED)
-        return Verdict(Next.FAIL, f"the server refused the upload ({error or 422})", Reason.INVALID)
-    if status == 429:
-        return Verdict(Next.RETRY, "the server asks to slow down", Reason.RATE_LIMITED)
-    if status in (502, 503, 504):
-        return Verdict(Next.RETRY, f"the server is busy ({status})", Reason.SERVER_BUSY)
-    if status >= 500:
-        return Verdict(Next.RETRY, f"the server failed ({status})", Reason.SERVER_ERROR)
-    return Verdict(Next.FAIL, f"the server refused the upload ({status})", Reason.REFUSED)
+        return Step.retry("the bytes arrived damaged (checksum)", Reason.CHECKSUM_MISMATCH)
+    return None
+
+
+def classify(status: int, step: str, error: str | None = None) -> Step:
+    """What a tus reply means at ``step`` (``create``, ``head``, ``patch``, ``delete``): the
+    tus rows first, then every shared family from `classify_status` (the one status table),
+    worded for a file where its words are a work order's."""
+    own = _tus_row(status, step)
+    if own is not None:
+        return own
+    verdict = classify_status(status, error)
+    words = _FILE_WORDS.get(verdict.code)
+    if words is None and verdict.kind is ReplyKind.PERMANENT:
+        words = f"the server refused the upload ({error or status})"
+    if words is not None:
+        verdict = Verdict(verdict.kind, words, verdict.code)
+    return Step(_NEXT_OF_KIND[verdict.kind], verdict)
 
 
 class ChunkSizer:

@@ -49,8 +49,8 @@ from app.sync.tus import (
     ChecksumAhead,
     ChunkSizer,
     Next,
+    Step,
     TusReply,
-    Verdict,
     classify,
     create_upload,
     delete_upload,
@@ -144,7 +144,7 @@ class Uploader(EnginePart):
         except TransientError as exc:
             self.chunks.failed()
             self._known.discard(str(job.payload["attachment_id"]))
-            verdict = Verdict(Next.RETRY, str(exc), _code_of(exc))
+            verdict = Step.retry(str(exc), _code_of(exc))
             await self._retry(job, verdict, exc.retry_after)
             self.status.network_failure(str(exc))
         self.in_flight = None
@@ -195,7 +195,7 @@ class Uploader(EnginePart):
             return
         if row.path is None or not row.path.exists():
             words = "the file is no longer on this device"
-            await self._fail(job, row, Verdict(Next.FAIL, words, Reason.FILE_MISSING))
+            await self._fail(job, row, Step.fail(words, Reason.FILE_MISSING))
             return
         if row.upload_url is None:
             await self._create(job, row)
@@ -228,7 +228,7 @@ class Uploader(EnginePart):
         url = self.client.same_server(reply.location or "")
         if not reply.location or url is None:
             words = "the server did not say where to upload (or pointed to another host)"
-            await self._fail(job, row, Verdict(Next.FAIL, words, Reason.MALFORMED))
+            await self._fail(job, row, Step.fail(words, Reason.MALFORMED))
             return
         offset = reply.offset or 0
         if reply.offset is not None:
@@ -303,7 +303,7 @@ class Uploader(EnginePart):
         self.status.server_answered(mutations_ok=verdict.next is not Next.FAIL)
         if verdict.next is Next.GO_ON:
             if step == "head" and reply.offset is None:
-                verdict = Verdict(Next.RETRY, "the server did not say its offset", Reason.MALFORMED)
+                verdict = Step.retry("the server did not say its offset", Reason.MALFORMED)
             else:
                 return True
         if verdict.next is Next.SIGN_IN:
@@ -323,17 +323,17 @@ class Uploader(EnginePart):
                     self._known.add(row.id)
                 await self.executor.run(self.ledger.moved, job, row.upload_url, offset)
                 return False
-            verdict = Verdict(Next.RETRY, verdict.reason, verdict.code)
+            verdict = Step.retry(verdict.reason, verdict.code)
         if reply.status == CHECKSUM_MISMATCH and offset + self.chunks.size >= row.size:
             # The last chunk: the server compared the whole file. Ours may be what changed.
             assert row.path is not None
             whole = await asyncio.to_thread(file_sha256, row.path)
             if whole != row.sha256:
                 words = "the file on this device changed or is damaged since it was attached"
-                verdict = Verdict(Next.FAIL, words, Reason.FILE_MISSING)
+                verdict = Step.fail(words, Reason.FILE_MISSING)
         if verdict.next is Next.RESTART:
             await self.executor.run(self.ledger.noted, row.id, None, 0)
-            verdict = Verdict(Next.RETRY, verdict.reason, verdict.code)
+            verdict = Step.retry(verdict.reason, verdict.code)
         if verdict.next is Next.FAIL:
             await self._fail(job, row, verdict, reply.status)
         else:
@@ -347,7 +347,7 @@ class Uploader(EnginePart):
         self._progress(row, AttachmentState.UPLOADED, row.size)
 
     async def _fail(
-        self, job: ClaimedJob, row: UploadRow, verdict: Verdict, http_status: int | None = None
+        self, job: ClaimedJob, row: UploadRow, verdict: Step, http_status: int | None = None
     ) -> None:
         await self.executor.run(self.ledger.failed, job, _outcome(verdict, http_status))
         self._progress(row, AttachmentState.FAILED, row.offset, verdict.reason)
@@ -355,7 +355,7 @@ class Uploader(EnginePart):
     async def _retry(
         self,
         job: ClaimedJob,
-        verdict: Verdict,
+        verdict: Step,
         retry_after: float | None,
         http_status: int | None = None,
     ) -> None:
@@ -372,7 +372,7 @@ class Uploader(EnginePart):
         self.events.publish(UploadProgress(row.id, row.entity_id, state, offset, row.size, reason))
 
 
-def _outcome(verdict: Verdict, http_status: int | None, kind: ReplyKind | None = None) -> Outcome:
+def _outcome(verdict: Step, http_status: int | None, kind: ReplyKind | None = None) -> Outcome:
     if kind is None:
         kind = ReplyKind.PERMANENT if verdict.next is Next.FAIL else ReplyKind.TRANSIENT
     return Outcome(error=verdict.reason, http_status=http_status, kind=kind, code=verdict.code)

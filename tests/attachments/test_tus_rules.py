@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.states import Reason
+from app.sync.errors import classify_status
 from app.sync.tus import ChecksumAhead, ChunkSizer, Next, chunk_checksum, classify
 
 MIB = 1 << 20
@@ -18,14 +19,16 @@ MIB = 1 << 20
 @pytest.mark.parametrize(
     ("status", "step", "error", "expected", "code"),
     [
-        (201, "create", None, Next.GO_ON, None),
-        (204, "patch", None, Next.GO_ON, None),
+        (201, "create", None, Next.GO_ON, Reason.APPLIED),
+        (204, "patch", None, Next.GO_ON, Reason.APPLIED),
         (401, "patch", None, Next.SIGN_IN, Reason.SIGNED_OUT),
         (404, "create", "not_found", Next.FAIL, Reason.NOT_FOUND),
         (404, "patch", "not_found", Next.RESTART, Reason.NOT_FOUND),
         (410, "head", "upload_expired", Next.RESTART, Reason.NOT_FOUND),
         (409, "patch", "offset_mismatch", Next.HEAD, Reason.REFUSED),
-        (409, "delete", "upload_complete", Next.GO_ON, None),
+        (409, "delete", "upload_complete", Next.GO_ON, Reason.APPLIED),
+        (403, "create", "forbidden", Next.FAIL, Reason.FORBIDDEN),
+        (409, "create", "idempotency_key_in_use", Next.RETRY, Reason.KEY_IN_USE),
         (413, "create", None, Next.FAIL, Reason.TOO_LARGE),
         (415, "create", None, Next.FAIL, Reason.UNSUPPORTED_TYPE),
         (422, "create", "idempotency_key_reused", Next.FAIL, Reason.KEY_REUSED),
@@ -39,10 +42,39 @@ MIB = 1 << 20
     ],
 )
 def test_each_reply_has_one_meaning(
-    status: int, step: str, error: str | None, expected: Next, code: Reason | None
+    status: int, step: str, error: str | None, expected: Next, code: Reason
 ) -> None:
     verdict = classify(status, step, error)
     assert (verdict.next, verdict.code) == (expected, code)
+
+
+#: The rows tus adds; every other status is the shared table's.
+_TUS_ROWS = (
+    {(404, s) for s in ("create", "head", "patch", "delete")}
+    | {(410, s) for s in ("create", "head", "patch", "delete")}
+    | {(409, "patch"), (409, "delete"), (423, "patch"), (460, "patch")}
+)
+
+
+@pytest.mark.parametrize("step", ["create", "head", "patch", "delete"])
+def test_every_other_status_is_the_shared_tables(step: str) -> None:
+    for status in [*range(200, 206), *range(400, 432), 451, *range(500, 512)]:
+        if (status, step) in _TUS_ROWS or (status in (423, 460)) or 200 <= status < 300:
+            continue
+        for error in (None, "idempotency_key_in_use", "idempotency_key_reused"):
+            shared = classify_status(status, error)
+            verdict = classify(status, step, error).verdict
+            assert (verdict.kind, verdict.code) == (shared.kind, shared.code), (status, error)
+
+
+def test_a_file_is_refused_in_a_files_words() -> None:
+    assert classify(413, "create").reason == "the file is larger than the server accepts"
+    assert classify(415, "create").reason == "the server does not accept files of this type"
+    assert classify(422, "create", "invalid_payload").reason == (
+        "the server refused the upload (invalid_payload)"
+    )
+    # A transient family keeps the shared words.
+    assert classify(503, "patch").reason == classify_status(503).reason
 
 
 def test_chunks_start_at_one_mib_and_grow_to_what_the_link_shows_up_to_eight() -> None:

@@ -16,6 +16,7 @@ from app.sync.errors import (
     ReplyKind,
     ServerBusyError,
     TimeoutError_,
+    Verdict,
     classify_decision,
     classify_escalation,
     classify_failure,
@@ -24,6 +25,7 @@ from app.sync.errors import (
     from_httpx,
     parse_retry_after,
     read_error,
+    retry_reason,
 )
 from app.sync.merge import intent_applied, three_way
 
@@ -197,3 +199,18 @@ def test_escalations_and_decisions_read_409_their_own_way() -> None:
     assert classify_decision(409, "conflict_not_open").code == Reason.ALREADY_DECIDED
     assert classify_decision(409, "stale").code == Reason.VERSION_CONFLICT
     assert classify_decision(403).code == Reason.FORBIDDEN
+
+
+@pytest.mark.parametrize(
+    ("verdict", "name"),
+    [
+        (classify_status(429), "rate_limited"),
+        (classify_status(409, "idempotency_key_in_use"), "key_in_use"),
+        (classify_status(503), "server_busy"),
+        (classify_status(500), "server_error"),
+        (classify_failure(NetworkError("cannot reach the server")), "network"),
+        (classify_failure(TimeoutError_("timed out")), "timeout"),
+    ],
+)
+def test_a_retry_is_counted_by_its_reason_code(verdict: Verdict, name: str) -> None:
+    assert retry_reason(verdict) == name == verdict.code
