@@ -17,7 +17,7 @@ from app.attachments import Attachments
 from app.store.store import Store
 from server.embedded import EmbeddedServer
 from tests.ui.conftest import Device, Office, Open, Runner
-from tests.ui.qml_driver import click, find, shows, walk
+from tests.ui.qml_driver import click, find, shows, texts_shown, walk
 from tests.ui.test_attachments_on_screen import choose_in_dialog, photo, see
 from ui.qt import QQuickWindow
 from ui.viewmodels.app import AppViewModel
@@ -102,6 +102,12 @@ def test_a_file_the_server_refuses_fails_on_screen_and_in_failed_changes(
     # The list row does not call it waiting.
     app_vm.back()
     see(run, window, "1 · 1 file failed")
+    # Beside it the badge says which part synced, not a plain "Synced" (issue 24).
+    see(run, window, "Details synced")
+    assert "Synced" not in texts_shown(window)
+    assert app_vm.workOrders.get(0)["badgeDetail"].startswith(
+        "The server has every change to this work order's details, but 1 file did not upload."
+    )
 
 
 def thumbnail_shown(window: QQuickWindow) -> bool:

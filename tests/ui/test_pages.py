@@ -6,6 +6,7 @@ every page is checked for items sticking out past the phone width and for small 
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 
@@ -115,12 +116,16 @@ def test_editor_validates_then_saves_with_pending_badge(
     settle(run, app_vm)
     assert app_vm.title == "New work order"
     type_into(window, find(window, "titleField"), "   ")
-    type_into(window, find(window, "dueDateField"), "31/12/2026")
-    run.until(lambda: find(window, "dueDateError").property("text") != "")
-    assert "date" in find(window, "dueDateError").property("text").lower()
+    run.until(lambda: find(window, "titleError").property("text") != "")
     assert not find(window, "saveButton").isEnabled()
     type_into(window, find(window, "titleField"), "Inspect boiler")
-    type_into(window, find(window, "dueDateField"), "2026-12-31")
+    # The due date is picked from the calendar (issue 24), not typed: a day of this month.
+    due = datetime.date.today().replace(day=28)
+    click(window, find(window, "dueDateField"))
+    run.until(lambda: find(window, "dueDateFieldPicker").property("opened"))
+    click(window, find(window, f"day_{due.isoformat()}"))
+    run.until(lambda: app_vm.editor.fields["due_date"] == due.isoformat())
+    assert find(window, "dueDateField").property("text") == due.strftime("%a %-d %b %Y")
     run.until(lambda: find(window, "saveButton").isEnabled())
     click(window, find(window, "saveButton"))
     settle(run, app_vm)

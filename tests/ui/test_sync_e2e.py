@@ -7,6 +7,7 @@ back to the sign-in page.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import shiboken6
@@ -15,8 +16,8 @@ from server.auth import revoke_device
 from server.embedded import EmbeddedServer
 from tests.sync.sync_support import closed_port_url
 from tests.ui.conftest import Device, Runner
-from tests.ui.qml_driver import find
-from ui.qt import QQmlApplicationEngine
+from tests.ui.qml_driver import click, find, shows
+from ui.qt import QQmlApplicationEngine, connect
 from ui.services import Services
 from ui.viewmodels.app import AppViewModel
 from ui.window import load_window
@@ -97,6 +98,40 @@ def test_revoked_token_brings_back_the_sign_in_page(
         assert find(window, "serverField").property("text") == server.base_url
         assert app_vm.status.connectivity == "signed_out"
         assert engine.auth_paused
+    finally:
+        run(app_vm.aclose())
+        window.close()
+        shiboken6.delete(qml)
+
+
+def test_a_failed_sync_now_leaves_no_online_on_the_status_bar(
+    run: Runner, services: Services, server: EmbeddedServer, device: Device, root: Any
+) -> None:
+    """Issue 24: the server goes away; "Sync now" answers "Not synced: the server is
+    unreachable." and from then on the bar says so, never "Online", and the failed pull
+    is no sync (the last sync stays as it was)."""
+    device.sign_in(server, "phone-3")
+    app_vm = AppViewModel(services, root)
+    qml = QQmlApplicationEngine()
+    window = load_window(qml, app_vm, 360, 720, dark=False)
+    messages: list[str] = []
+    connect(app_vm.message, messages.append)
+    try:
+        app_vm.start()
+        device.start()
+        run.until(lambda: shows(window, "Online") and app_vm.status.lastSyncText != "", 15)
+        run.pause(5.5)  # past "just now": a failed pull that counted as a sync would show
+        synced_before = app_vm.status.lastSyncText
+        server.stop()
+        click(window, find(window, "syncNowButton"))
+        run.until(lambda: "Not synced: the server is unreachable." in messages, 20)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            assert not shows(window, "Online")
+            assert app_vm.status.lastSyncText != "Last synced just now"
+            run.pause(0.05)
+        assert shows(window, "Server unreachable")
+        assert synced_before.startswith("Last synced ")
     finally:
         run(app_vm.aclose())
         window.close()

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from app.credentials import NoKeyringError
-from app.events import AuthRequired, ConnectivityChanged, EventBus, QueueChanged, SyncProgress
+from app.events import (
+    AuthRequired,
+    ConnectivityChanged,
+    EventBus,
+    LastSyncChanged,
+    QueueChanged,
+    SyncProgress,
+)
 from app.states import Reason
 from app.store.errors import StorageBusyError
 from app.store.store import Store
@@ -224,6 +231,10 @@ def test_status_bar_follows_the_core(
     assert status.progressFraction == 0.3
     bus.publish(SyncProgress(0, 0, "pull"))
     bus.publish(SyncProgress(0, 0, "idle"))
+    # The end of a pull's progress alone is no sync (one cut by a network failure ends too):
+    # the engine says when one completed.
+    assert status.lastSyncText == "Never synced"
+    bus.publish(LastSyncChanged(time.time()))
     bus.publish(QueueChanged({"pending": 0, "leased": 0, "dead": 2, "conflict": 1}, None))
     assert not status.syncing
     assert status.pendingText == "Nothing waiting to send"

@@ -81,6 +81,8 @@ ColumnLayout {
             visible: form.has("assignee")
             label: "Assignee"
             inputName: form.prefix + "assigneeField"
+            // A user name: no capital first letter, no word suggestions.
+            inputMethodHints: Qt.ImhNoAutoUppercase | Qt.ImhPreferLowercase | Qt.ImhNoPredictiveText
             errorName: form.prefix + "assigneeError"
             text: form.fields.assignee || ""
             error: form.errors.assignee || ""
@@ -94,6 +96,7 @@ ColumnLayout {
             visible: form.has("team") && form.fields.team !== undefined
             label: "Team"
             inputName: form.prefix + "teamField"
+            inputMethodHints: Qt.ImhNoAutoUppercase | Qt.ImhPreferLowercase | Qt.ImhNoPredictiveText
             errorName: form.prefix + "teamError"
             text: form.fields.team || ""
             error: form.errors.team || ""
@@ -102,15 +105,13 @@ ColumnLayout {
             Layout.alignment: Qt.AlignTop
             onEdited: (text) => form.edited("team", text)
         }
-        FsField {
+        FsDateField {
+            // Picked from a calendar: a touch keyboard has no good way to type a date.
             visible: form.has("due_date")
             label: "Due date"
-            hint: "YYYY-MM-DD"
             inputName: form.prefix + "dueDateField"
             errorName: form.prefix + "dueDateError"
             text: form.fields.due_date || ""
-            placeholderText: "YYYY-MM-DD"
-            inputMethodHints: Qt.ImhDate
             error: form.errors.due_date || ""
             Layout.fillWidth: true
             Layout.preferredWidth: 1

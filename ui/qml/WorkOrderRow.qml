@@ -62,7 +62,8 @@ ItemDelegate {
                     text: row.subtitle ? row.statusText + " · " + row.subtitle : row.statusText
                     color: Theme.textMuted
                     font.pixelSize: Theme.fontCaption
-                    elide: Text.ElideRight
+                    // "Team so…" said nothing at 360 px: the whole line, wrapped.
+                    wrapMode: Text.Wrap
                     Layout.fillWidth: true
                     Accessible.ignored: true
                 }

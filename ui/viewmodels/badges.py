@@ -8,7 +8,7 @@ from app.states import BadgeKind
 from app.store.deadletters import EntityJobState
 from ui.wording import time_until
 
-__all__ = ["BADGES", "Badge", "BadgeKind", "badge_for"]
+__all__ = ["BADGES", "Badge", "BadgeKind", "badge_for", "with_files"]
 
 #: Every badge kind, in the order a person should worry about them.
 BADGES: tuple[BadgeKind, ...] = tuple(BadgeKind)
@@ -74,3 +74,25 @@ def badge_for(state: EntityJobState | None, now: float, *, online: bool = False)
             else "Saved on this device; will be sent when the server is reachable.",
         )
     return Badge(BadgeKind.SYNCED, "Synced", "The server has every change to this work order.")
+
+
+def with_files(badge: Badge, waiting: int, failed: int) -> Badge:
+    """The badge for the whole work order: "Synced" only when its photos and files are on
+    the server too. ``waiting`` counts the files not yet uploaded, ``failed`` of those the
+    ones whose upload failed for good; beside "1 file failed" the badge says which part
+    synced instead of a plain "Synced"."""
+    if badge.kind is not BadgeKind.SYNCED or waiting <= 0:
+        return badge
+    if failed > 0:
+        files = "1 file" if failed == 1 else f"{failed} files"
+        return Badge(
+            BadgeKind.SYNCED,
+            "Details synced",
+            f"The server has every change to this work order's details, but {files} did not "
+            "upload. Open the work order to retry or remove it.",
+        )
+    return Badge(
+        BadgeKind.SYNCED,
+        "Details synced",
+        "The server has every change to this work order's details; its files are still uploading.",
+    )

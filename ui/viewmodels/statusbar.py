@@ -98,10 +98,9 @@ class StatusBarViewModel(ViewModel):
             self.refresh()
 
     def on_bridge_sync_progress(self, done: int, total: int, phase: str) -> None:
-        before = self._progress
+        # A pull that ends is not yet a sync: one cut by a network failure ends too. The
+        # engine says when one completed (lastSyncChanged), and only then.
         self._progress = (done, total, phase)
-        if phase == "idle" and before[2] == "pull":
-            self._synced(self._clock())  # a completed pull is a sync
         self._changed()
 
     def signed_in(self) -> None:

@@ -16,7 +16,7 @@ from app.store.store import Store
 from ui.qt import Property, QModelIndex, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.attachment_words import waiting_in_words
-from ui.viewmodels.badges import badge_for
+from ui.viewmodels.badges import badge_for, with_files
 from ui.viewmodels.base import Index, ListViewModel, settable
 from ui.viewmodels.scope import (
     NO_LONGER_ASSIGNED,
@@ -371,6 +371,9 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         badge = badge_for(
             self._states.get(row["id"]), self._services.clock(), online=self._services.online
         )
+        files: AttachmentCounts | None = row.get("attachments")
+        if files is not None:
+            badge = with_files(badge, files.waiting, files.failed)
         if name == "scopeDetail":
             return out_of_scope_detail(badge.kind) if row.get("no_longer_assigned") else ""
         return {"badge": badge.kind, "badgeText": badge.text, "badgeDetail": badge.detail}[name]
