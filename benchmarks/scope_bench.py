@@ -64,7 +64,7 @@ from seed import NEW_WORKER, Population, provision, seed_work_orders  # noqa: E4
 from seed_cache import cached_seed, keep_seed  # noqa: E402
 
 from app.store.store import Store  # noqa: E402
-from server.database import open_store  # noqa: E402
+from server.db.store import open_store  # noqa: E402
 from tests.support.postgres import PostgresUnavailable, running_postgres  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -7,7 +7,7 @@ scan it replaced, at two table sizes, on SQLite and PostgreSQL, in one run.
 Each size is a server database seeded in bulk by `seed.py` (the scope benchmark's population:
 work order i is titled "Work order i", site "Depot", assigned to one of 2,000 users) with
 10,000 and 1,000,000 work orders (quick: 1,000 and 10,000). The query is the server's own
-(`server.search.find_work_orders`, a page of 50 plus one to know whether more follow, over
+(`server.records.search.find_work_orders`, a page of 50 plus one to know whether more follow, over
 the whole organisation), called on the server's store: with the index (SQLite: the FTS5
 trigram table; PostgreSQL: pg_trgm GIN indexes) and as the plain LIKE scan (`indexed=False`:
 on PostgreSQL the same query with bitmap scans off, which GIN indexes need), alternating, on
@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_file import RunWindow, add_json_option, publish  # noqa: E402
 from seed import Population, seed_work_orders  # noqa: E402
 
-from server.database import Store, open_store  # noqa: E402
-from server.search import find_work_orders  # noqa: E402
+from server.db.store import Store, open_store  # noqa: E402
+from server.records.search import find_work_orders  # noqa: E402
 from tests.support.postgres import PostgresUnavailable, running_postgres  # noqa: E402
 
 PAGE = 50

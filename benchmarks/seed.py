@@ -6,7 +6,7 @@
 
 Writing a million work orders through the API would take an hour; the benchmark needs the
 *state* those writes leave, not their path. So the rows are written straight into the server's
-tables, opened through `server.database.open_store` (its schema, indexes and pragmas): every
+tables, opened through `server.db.store.open_store` (its schema, indexes and pragmas): every
 work order at version 1 with its own change number, and the change counter past the last one.
 What else the server keeps per work order for the scoped feed (`scope_entry`, where it exists)
 is written the same way, with the server's own key rules, so that the feed sees what it would
@@ -31,9 +31,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.records import EDITABLE_FIELDS, validate_create  # noqa: E402
-from server.database import Store, open_store  # noqa: E402
+from server.db.store import Store, open_store  # noqa: E402
 from server.embedded import provision_device  # noqa: E402
-from server.mutations import now_iso  # noqa: E402
+from server.records.mutations import now_iso  # noqa: E402
 
 __all__ = ["NEW_WORKER", "Population", "provision", "seed_work_orders"]
 
@@ -181,10 +181,10 @@ def _copy_text(value: Any) -> str:
 def _write_server_side_rows(store: Store, population: Population, columns: list[str]) -> None:
     """What the server keeps beside each work order for the scoped feed, where it keeps
     anything (`scope_entry`: one row per scope key of each work order, at its change number,
-    the keys from the server's own `server.scope.record_keys`)."""
+    the keys from the server's own `server.scope.keys.record_keys`)."""
     entries_table = getattr(store.tables, "ScopeEntry", None)
     try:
-        from server.scope import record_keys  # the rules of the server that keeps entries
+        from server.scope.keys import record_keys  # the rules of the server that keeps entries
     except ImportError:
         return  # no scoped feed: it reads work_order itself
     if entries_table is None:

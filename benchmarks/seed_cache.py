@@ -19,7 +19,12 @@ from typing import Any
 __all__ = ["cached_seed", "keep_seed"]
 
 _ROOT = Path(__file__).resolve().parent.parent
-_SOURCES = ("benchmarks/seed.py", "server/models.py", "server/schema.py", "server/scope.py")
+_SOURCES = (
+    "benchmarks/seed.py",
+    "server/db/models.py",
+    "server/db/schema.py",
+    "server/scope/keys.py",
+)
 
 
 def _digest(work_orders: int) -> str:

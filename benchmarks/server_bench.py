@@ -44,10 +44,10 @@ from bench_server import ServerProcess  # noqa: E402
 from results_file import RunWindow, add_json_option, publish  # noqa: E402
 
 from app.records import validate_create  # noqa: E402
-from server.database import Store, open_store  # noqa: E402
+from server.db.store import Store, open_store  # noqa: E402
 from server.embedded import provision_device  # noqa: E402
-from server.mutation_batch import RECORD_COLUMNS  # noqa: E402
-from server.mutations import now_iso, record_columns_json  # noqa: E402
+from server.records.batch import RECORD_COLUMNS  # noqa: E402
+from server.records.mutations import now_iso, record_columns_json  # noqa: E402
 from tests.support.postgres import PostgresUnavailable, running_postgres  # noqa: E402
 
 BATCH_SIZE = 100

@@ -11,28 +11,20 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse, Response
 
-from server import (
-    attachments,
-    changes,
-    routes_conflicts,
-    routes_mutations,
-    routes_uploads,
-    scope_routes,
-)
-from server.blobs import BlobStore, RunningHashes, attachments_root
 from server.console.mount import mount_console
-from server.database import open_store
+from server.db.idempotency import abandon_claims, prune_expired
+from server.db.store import open_store
 from server.http import Admin, CorrelationMiddleware, ServerContext, install_error_handlers
-from server.idempotency import abandon_claims, prune_expired
 from server.logs import log_event
 from server.metrics import Metrics
-from server.openapi import error_responses
-from server.openapi_inputs import exact_document
-from server.ratelimit import RateLimiter
-from server.ratelimit_shared import SharedRateLimiter
-from server.scope_prune import prune_scope_entries
+from server.openapi.answers import error_responses
+from server.openapi.inputs import exact_document
+from server.ratelimit import RateLimiter, SharedRateLimiter
+from server.routes import attachments, changes, conflicts, mutations, scope, uploads
+from server.scope.prune import prune_scope_entries
 from server.settings import Settings
-from server.uploads import prune_expired_uploads, prune_unused_files
+from server.uploads.blobs import BlobStore, RunningHashes, attachments_root
+from server.uploads.lifecycle import prune_expired_uploads, prune_unused_files
 
 __all__ = ["create_app"]
 
@@ -107,11 +99,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.server = context
     install_error_handlers(app)
     app.add_middleware(CorrelationMiddleware, settings=settings)
-    app.include_router(routes_mutations.router)
+    app.include_router(mutations.router)
     app.include_router(changes.router)
-    app.include_router(scope_routes.router)
-    app.include_router(routes_conflicts.router)
-    app.include_router(routes_uploads.router)
+    app.include_router(scope.router)
+    app.include_router(conflicts.router)
+    app.include_router(uploads.router)
     app.include_router(attachments.router)
     mount_console(app, settings, store)
 

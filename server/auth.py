@@ -17,9 +17,9 @@ from typing import Any, Literal
 import peewee as pw
 
 from app.records import printable
-from server.database import Store
-from server.scope import Scope, stamp_device_scope
-from server.scope_legacy import end_legacy_scope
+from server.db.store import Store
+from server.scope.keys import Scope, stamp_device_scope
+from server.scope.legacy import end_legacy_scope
 
 __all__ = [
     "AuthenticatedDevice",
@@ -51,7 +51,7 @@ class AuthenticatedDevice:
     #: The person using the device; its team ("" for none).
     user: str = ""
     team: str = ""
-    #: A worker from before scopes that still sees everything (server/scope_legacy.py).
+    #: A worker from before scopes that still sees everything (server/scope/legacy.py).
     legacy: bool = False
     #: The highest change token it pulled the feed from.
     feed_position: int = 0
@@ -137,9 +137,9 @@ def set_device(
     """Change who uses a device or their team; None if there is no such device.
 
     In the same transaction the device is shown, at new change numbers, every work order of
-    the scope keys it gains or loses (server/scope.py), so its next pull brings the newly
+    the scope keys it gains or loses (server/scope/keys.py), so its next pull brings the newly
     visible ones and says `out_of_scope` for the others, without a full download. A legacy
-    device (server/scope_legacy.py) stops seeing everything: it is told each work order that
+    device (server/scope/legacy.py) stops seeing everything: it is told each work order that
     its scope does not hold."""
     if user is not None:
         _check_text("user", user, 200, empty=False)

@@ -40,8 +40,8 @@ from server.auth import (
     set_device,
 )
 from server.console.cli import USER_COMMANDS, add_user_commands
-from server.database import Store, open_store
-from server.idempotency import prune_expired
+from server.db.idempotency import prune_expired
+from server.db.store import Store, open_store
 from server.listen import listening_socket, uvicorn_config
 from server.logs import configure_logging, log_event
 from server.settings import Settings, default_db_url

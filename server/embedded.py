@@ -25,7 +25,7 @@ import uvicorn
 
 from server.app import create_app
 from server.auth import Role, add_device
-from server.database import Store, open_store
+from server.db.store import Store, open_store
 from server.listen import listening_socket, uvicorn_config
 from server.settings import Settings
 

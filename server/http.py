@@ -20,14 +20,13 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.auth import AuthenticatedDevice, authenticate
-from server.blobs import BlobStore, RunningHashes
-from server.database import Store
-from server.idempotency import Reply
+from server.db.idempotency import Reply
+from server.db.store import Store
 from server.logs import correlation_id, log_event
 from server.metrics import Metrics
-from server.ratelimit import RateLimiter
-from server.ratelimit_shared import SharedRateLimiter
+from server.ratelimit import RateLimiter, SharedRateLimiter
 from server.settings import Settings
+from server.uploads.blobs import BlobStore, RunningHashes
 
 __all__ = [
     "Admin",

@@ -1,4 +1,18 @@
-"""Per-device token bucket (in process memory; each server process limits on its own)."""
+"""Per-device token buckets: in process memory, or in the database shared by all processes.
+
+`RateLimiter` counts in this process only (each server process limits on its own).
+`SharedRateLimiter` keeps the bucket in the database, shared by every server process on it.
+One statement per request takes a token (an upsert that refills the bucket for the time
+since its last use and answers whether a token was there), so two processes, or two hosts,
+behind one proxy limit a device together: a client that spreads its requests over them gets
+the same `burst` and `per_second` as one talking to a single process. The statement is
+atomic on both backends (a row lock on PostgreSQL, the write lock on SQLite), so concurrent
+requests never take the same token twice.
+
+Time is the wall clock of the process answering (`Settings.clock`); hosts keep it in step
+(NTP). A host whose clock lags cannot refill a bucket backwards (`updated` only moves
+forward), and one running ahead refills it at most by its lead, once.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +21,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["RateLimiter", "seconds_until_a_token"]
+from server.db.store import Store
+
+__all__ = ["RateLimiter", "SharedRateLimiter", "seconds_until_a_token"]
 
 
 def seconds_until_a_token(tokens: float, per_second: float) -> int:
@@ -51,3 +67,43 @@ class RateLimiter:
                 bucket.tokens -= 1.0
                 return None
             return seconds_until_a_token(bucket.tokens, self._per_second)
+
+
+class SharedRateLimiter:
+    """`burst` requests at once, refilled at `per_second`, counted in the `rate_bucket` table."""
+
+    def __init__(
+        self, store: Store, burst: int, per_second: float, clock: Callable[[], float]
+    ) -> None:
+        self._store = store
+        self._burst = float(max(burst, 1))
+        self._per_second = per_second
+        self._clock = clock
+        least, greatest = ("LEAST", "GREATEST") if store.is_postgres else ("MIN", "MAX")
+        p = store.db.param
+        table = f'"{store.tables.RateBucket._meta.table_name}"'
+        refilled = (
+            f'{least}(CAST({p} AS DOUBLE PRECISION), {table}."tokens" + '
+            f'{greatest}({p} - {table}."updated", 0) * {p})'
+        )
+        self._sql = (
+            f'INSERT INTO {table} ("device_id", "tokens", "updated", "allowed") '
+            f'VALUES ({p}, {p}, {p}, {p}) ON CONFLICT ("device_id") DO UPDATE SET '
+            f'"tokens" = CASE WHEN {refilled} >= 1 THEN {refilled} - 1 ELSE {refilled} END, '
+            f'"allowed" = ({refilled} >= 1), '
+            f'"updated" = {greatest}({table}."updated", excluded."updated") '
+            'RETURNING "tokens", "allowed"'
+        )
+
+    def acquire(self, device_id: int) -> int | None:
+        """Take one token; None if allowed, else the seconds to wait (for `Retry-After`)."""
+        if self._per_second <= 0:
+            return None
+        now = self._clock()
+        refill = (self._burst, now, self._per_second)
+        params = [device_id, self._burst - 1, now, True, *refill * 4]
+        with self._store.db.atomic():
+            tokens, allowed = self._store.db.execute_sql(self._sql, params).fetchone()
+        if allowed:
+            return None
+        return seconds_until_a_token(float(tokens), self._per_second)

@@ -3,7 +3,7 @@
 pydantic's lax mode, right for the device's own forms, reads more into JSON than it says:
 `"yes"` as true, `0` or `"0"` as 1970-01-01, `true` as version 1; `uuid.UUID` reads a UUID
 without hyphens, in braces or behind `urn:uuid:`. The server takes exactly what
-`/openapi.json` documents (`server/openapi_inputs.py` writes it from the patterns here).
+`/openapi.json` documents (`server/openapi/inputs.py` writes it from the patterns here).
 """
 
 from __future__ import annotations

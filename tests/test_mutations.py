@@ -21,8 +21,8 @@ from app.mutations import (
 from app.records import ValidationError
 from app.store.errors import InvalidEditError
 from app.store.store import Store
-from server.mutations import InvalidMutation
-from server.mutations import validate_mutation as server_validate
+from server.records.mutations import InvalidMutation
+from server.records.mutations import validate_mutation as server_validate
 from ui.viewmodels.deadletters import validate_payload
 
 ENTITY = "0F8FAD5B-D9CB-469F-A165-70867728950E"

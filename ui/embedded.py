@@ -54,7 +54,7 @@ def embedded_account(data_dir: Path) -> str:
 
 def _device_is_active(db_url: str, token: str) -> bool:
     from server.auth import authenticate
-    from server.database import open_store
+    from server.db.store import open_store
 
     store = open_store(db_url)
     try:

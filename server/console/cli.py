@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from server.console.models import console_tables
 from server.console.users import ROLES, UserExistsError, add_user, list_users, remove_user, set_user
-from server.database import Store
+from server.db.store import Store
 
 __all__ = ["USER_COMMANDS", "add_user_commands"]
 

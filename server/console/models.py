@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import peewee as pw
 
-from server.database import Store
-from server.models import _bound
+from server.db.models import _bound
+from server.db.store import Store
 
 __all__ = ["ConsoleTables", "console_tables"]
 

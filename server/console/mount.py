@@ -12,7 +12,7 @@ from server.console import home, people, signin
 from server.console.models import console_tables
 from server.console.render import page
 from server.console.sessions import ConsoleDenied, ConsoleState, NotSignedIn
-from server.database import Store
+from server.db.store import Store
 from server.settings import Settings
 
 __all__ = ["mount_console"]

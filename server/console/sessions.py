@@ -22,7 +22,7 @@ from starlette.datastructures import FormData
 
 from server.console.models import ConsoleTables
 from server.console.users import OfficeUser, find_user
-from server.database import Store
+from server.db.store import Store
 from server.settings import Settings
 
 __all__ = [

@@ -24,9 +24,9 @@ import httpx
 import pytest
 
 from app.records import EDITABLE_FIELDS
-from server.database import open_store
-from server.idempotency import request_hash
-from server.mutations import validate_mutation
+from server.db.idempotency import request_hash
+from server.db.store import open_store
+from server.records.mutations import validate_mutation
 from tests.chaos.audit import read_device, read_server
 from tests.chaos.conftest import LARGE, SCALE
 from tests.chaos.fleet import (

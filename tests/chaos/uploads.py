@@ -24,7 +24,7 @@ import httpx
 from app.attachments import Attachments, AttachmentView
 from app.states import AttachmentState
 from app.store.store import Store
-from server.database import open_store
+from server.db.store import open_store
 from tests.chaos.helpers import REPO, Device
 from tests.chaos.proxy import RequestRecord
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from server import idempotency
-from server.database import ChangeSequence, Store, open_store
-from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
-from server.mutation_batch import RECORD_COLUMNS, apply_mutation_batch
-from server.mutations import ValidMutation, apply_mutation, validate_mutation
+from server.db import idempotency
+from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
+from server.db.store import ChangeSequence, Store, open_store
+from server.records.batch import RECORD_COLUMNS, apply_mutation_batch
+from server.records.mutations import ValidMutation, apply_mutation, validate_mutation
 from server.settings import Settings
 from tests.support.api import create_body, new_id
 from tests.support.postgres import PostgresCluster

@@ -92,8 +92,8 @@ def test_same_key_while_the_first_is_processing_is_in_use(
     device = server.store.tables.Device.get(name="phone-1")
     body = create_body()
     claim = server.store.tables.IdempotencyKey
-    from server.idempotency import request_hash
-    from server.mutations import validate_mutation
+    from server.db.idempotency import request_hash
+    from server.records.mutations import validate_mutation
 
     now = time.time()
     claim.create(
@@ -112,8 +112,8 @@ def test_an_abandoned_claim_is_taken_over_after_the_lease(
 ) -> None:
     device = server.store.tables.Device.get(name="phone-1")
     body = create_body()
-    from server.idempotency import request_hash
-    from server.mutations import validate_mutation
+    from server.db.idempotency import request_hash
+    from server.records.mutations import validate_mutation
 
     long_ago = time.time() - 3600
     server.store.tables.IdempotencyKey.create(

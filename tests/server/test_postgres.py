@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from server.cli import main
-from server.database import open_store
+from server.db.store import open_store
 from server.embedded import start_server
-from server.mutations import apply_mutation, validate_mutation
+from server.records.mutations import apply_mutation, validate_mutation
 from tests.server.bad_text import check_unrepresentable_input_is_refused_not_a_crash
 from tests.server.test_concurrency import (
     batch_pool,

@@ -1,4 +1,4 @@
-"""An older server database gains this release's columns (server/schema.py), data kept."""
+"""An older server database gains this release's columns (server/db/schema.py), data kept."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from server.database import open_store
+from server.db.store import open_store
 from server.embedded import start_server
 from tests.support.api import ServerApi
 from tests.support.postgres import PostgresCluster

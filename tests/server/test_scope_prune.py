@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from server.auth import revoke_device, set_device
-from server.database import Store
+from server.db.store import Store
 from server.embedded import EmbeddedServer, start_server
-from server.scope_prune import prune_scope_entries
+from server.scope.prune import prune_scope_entries
 from tests.support.api import ServerApi
 
 _names = itertools.count()

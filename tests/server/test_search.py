@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from server.db.seed import seed_work_orders
 from server.embedded import EmbeddedServer
-from server.seed import seed_work_orders
 from tests.support.api import ServerApi
 
 _names = itertools.count()

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from server.database import open_store
-from server.idempotency import (
+from server.db.idempotency import (
     IdempotentCall,
     Reply,
     execute_idempotent,
     prune_expired,
     request_hash,
 )
+from server.db.store import open_store
 from server.metrics import Metrics
 from server.ratelimit import RateLimiter
 from server.settings import Settings

@@ -16,7 +16,7 @@ import pytest
 from server.auth import hash_token
 from server.cli import main
 from server.embedded import EmbeddedServer, start_server
-from server.scope_prune import prune_scope_entries
+from server.scope.prune import prune_scope_entries
 from tests.support.api import ServerApi
 from tests.support.postgres import PostgresCluster
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.blobs import BlobStore
 from server.embedded import EmbeddedServer, provision_device, start_server
-from server.uploads import prune_expired_uploads, prune_unused_files
+from server.uploads.blobs import BlobStore
+from server.uploads.lifecycle import prune_expired_uploads, prune_unused_files
 from tests.support.api import ServerApi
 from tests.support.serve import ServerProcess
 from tests.support.tus import (

@@ -9,7 +9,7 @@ import httpx
 
 from server.console.models import console_tables
 from server.console.users import add_user
-from server.database import open_store
+from server.db.store import open_store
 
 __all__ = ["ConsoleClient", "add_office_user", "csrf_of"]
 

@@ -22,7 +22,7 @@ from keyring.backends import null
 from app import credentials
 from app.executor import StoreExecutor
 from server.auth import list_devices
-from server.database import open_store
+from server.db.store import open_store
 from tests.ui.conftest import Runner
 from ui import crash
 from ui.embedded import embedded_account, start_embedded_server

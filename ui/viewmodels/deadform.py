@@ -1,7 +1,7 @@
 """The failed-changes form: a dead job's payload as the editor's fields, the fields the server
 refused with its reason, and the edited values back as a payload checked by the contract.
 
-The server answers a refused field with pydantic's detail list (``server.mutations.
+The server answers a refused field with pydantic's detail list (``server.records.mutations.
 validation_detail``: ``[{"loc": ["title"], "msg": …}]``), which delivery stores after the
 reason (``app.sync.delivery._reason``); older or hand-made reasons read ``title: why``.
 """

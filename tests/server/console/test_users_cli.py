@@ -13,7 +13,7 @@ import pytest
 
 from server.cli import main
 from server.console.models import console_tables
-from server.database import open_store
+from server.db.store import open_store
 from server.embedded import EmbeddedServer, start_server
 from tests.support.console import ConsoleClient
 from tests.support.serve import server_command

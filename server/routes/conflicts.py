@@ -9,15 +9,9 @@ from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.records import ValidationError, printable
-from server.conflicts import (
-    STATUSES,
-    audit_entries,
-    conflict_json,
-    decide,
-    load_visible,
-    raise_conflict,
-)
-from server.database import ChangeSequence
+from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
+from server.db.models import BIGINT_MAX, INTEGER_MAX
+from server.db.store import ChangeSequence
 from server.http import (
     Admin,
     ApiError,
@@ -26,10 +20,7 @@ from server.http import (
     ServerContext,
     reply_response,
 )
-from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
-from server.models import BIGINT_MAX, INTEGER_MAX
-from server.mutations import validation_detail
-from server.openapi import (
+from server.openapi.answers import (
     ConflictList,
     ConflictNotOpen,
     ConflictReply,
@@ -41,6 +32,15 @@ from server.openapi import (
     VersionConflict,
     error_responses,
 )
+from server.records.conflicts import (
+    STATUSES,
+    audit_entries,
+    conflict_json,
+    decide,
+    load_visible,
+    raise_conflict,
+)
+from server.records.mutations import validation_detail
 from server.wire import JsonInteger, UrlInteger, patch_fields, wire_entity_id
 
 __all__ = ["router"]

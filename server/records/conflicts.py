@@ -12,10 +12,10 @@ import json
 from typing import Any
 
 from server.auth import AuthenticatedDevice
-from server.database import ChangeSequence, Store
-from server.idempotency import Reply
-from server.models import Conflict
-from server.mutations import conflict_reply, now_iso, record_json, update_record
+from server.db.idempotency import Reply
+from server.db.models import Conflict
+from server.db.store import ChangeSequence, Store
+from server.records.mutations import conflict_reply, now_iso, record_json, update_record
 
 __all__ = ["OPEN", "STATUSES", "conflict_json", "decide", "load_visible", "raise_conflict"]
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from app.records import WorkOrder
-from server.conflicts import STATUSES
-from server.models import BIGINT_MAX, INTEGER_MAX
+from server.db.models import BIGINT_MAX, INTEGER_MAX
+from server.records.conflicts import STATUSES
 from server.settings import Settings
 from server.wire import ENTITY_ID_PATTERN
 
@@ -63,10 +63,10 @@ def decimal_at_most(limit: int) -> str:
     return "^(?:" + "|".join(alternatives) + ")$"
 
 
-#: server.changes: a change token is a sequence number, 0 to BIGINT_MAX, or empty for 0.
+#: server.routes.changes: a change token is a sequence number, 0 to BIGINT_MAX, or empty for 0.
 SINCE_PATTERN = decimal_at_most(BIGINT_MAX)
 
-#: server.scope_routes: a search cursor is a work order id (or empty: the first page).
+#: server.routes.scope: a search cursor is a work order id (or empty: the first page).
 _CURSOR_PATTERN = "^(?:|" + ENTITY_ID_PATTERN.removeprefix("^").removesuffix("$") + ")$"
 
 _ENTITY_ID = {
@@ -308,14 +308,14 @@ def _drop_null(operation: dict[str, Any]) -> None:
             parameter["schema"] = {**kept[0], **extra} if len(kept) == 1 else parameter["schema"]
 
 
-#: server.routes_uploads: an upload id is 32 lowercase hex digits.
+#: server.routes.uploads: an upload id is 32 lowercase hex digits.
 UPLOAD_ID_PATTERN = "^[0-9a-f]{32}$"
 _TUS_RESUMABLE = {"required": True, "schema": {"type": "string", "enum": ["1.0.0"]}}
 _OCTETS = {"schema": {"type": "string", "format": "binary"}}
 
 
 def _upload_rules(paths: dict[str, Any], settings: Settings) -> None:
-    """The tus routes' headers as `server.routes_uploads` reads them."""
+    """The tus routes' headers as `server.routes.uploads` reads them."""
     created, one = paths["/v1/uploads"], paths["/v1/uploads/{upload_id}"]
     for operation in (created["post"], *one.values()):
         _set_parameter(operation, "Tus-Resumable", **_TUS_RESUMABLE)

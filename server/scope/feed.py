@@ -23,11 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.attachments import attachments_of, with_attachments
-from server.database import Store
-from server.mutations import WIRE_FIELDS, record_columns_json
-from server.scope import Scope, tuples_of
-from server.uploads import attachment_change_json
+from server.db.store import Store
+from server.records.mutations import WIRE_FIELDS, record_columns_json
+from server.routes.attachments import attachments_of, with_attachments
+from server.scope.keys import Scope, tuples_of
+from server.uploads.lifecycle import attachment_change_json
 
 __all__ = ["feed_page"]
 

@@ -1,6 +1,6 @@
 """Pruning the scope entries no feed page can still need.
 
-`scope_entry` (server/scope.py) keeps a row per (key, work order) that ever met. A *present*
+`scope_entry` (server/scope/keys.py) keeps a row per (key, work order) that ever met. A *present*
 row is the work order's membership of the key: the feed, the restamping of writes and a
 device's scope change all read it, so it stays. An *absent* row (the work order left the
 key, an attachment's change, or a `d:` stamp) is only a position in that key's change log,
@@ -25,9 +25,9 @@ from collections.abc import Iterator
 
 import peewee as pw
 
-from server.database import Store
-from server.models import BIGINT_MAX
-from server.scope import Scope, tuples_of
+from server.db.models import BIGINT_MAX
+from server.db.store import Store
+from server.scope.keys import Scope, tuples_of
 
 __all__ = ["key_horizons", "note_feed_position", "prune_scope_entries"]
 

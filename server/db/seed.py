@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.records import work_order_defaults
-from server.database import open_store
-from server.mutations import now_iso
+from server.db.store import open_store
+from server.records.mutations import now_iso
 
 __all__ = ["seed_work_orders"]
 

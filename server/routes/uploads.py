@@ -25,17 +25,17 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from server.blobs import UploadBusy, file_sha256
+from server.db.models import BIGINT_MAX, Upload
 from server.http import ApiError, CurrentDevice, ServerContext
-from server.models import BIGINT_MAX, Upload
-from server.openapi_uploads import (
+from server.openapi.uploads import (
     DELETE_RESPONSES,
     HEAD_RESPONSES,
     OPTIONS_RESPONSES,
     PATCH_RESPONSES,
     POST_RESPONSES,
 )
-from server.uploads import (
+from server.uploads.blobs import UploadBusy, file_sha256
+from server.uploads.lifecycle import (
     complete_upload,
     create_or_resume,
     find_upload,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from server.database import ChangeSequence, Store
+    from server.db.store import ChangeSequence, Store
 
 __all__ = [
     "DEVICE",

@@ -2,16 +2,16 @@
 
 A pin belongs to the user, not the device, so it survives reinstalling and reaches every
 device of that person. Setting or clearing one stamps the work order under `p:<user>` at a
-new change number (server/scope.py): the user's devices see it again in their feed, with
+new change number (server/scope/keys.py): the user's devices see it again in their feed, with
 `pinned` true, or as `out_of_scope` once an unpinned one is in no other key of theirs.
 Both operations are idempotent: a second pin (or unpin) changes nothing and stamps nothing.
 """
 
 from __future__ import annotations
 
-from server.database import Store
-from server.mutations import now_iso
-from server.scope import PIN, upsert_entries
+from server.db.store import Store
+from server.records.mutations import now_iso
+from server.scope.keys import PIN, upsert_entries
 
 __all__ = ["set_pin"]
 

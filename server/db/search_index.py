@@ -1,4 +1,4 @@
-"""The text index behind search (server/search.py), made by a schema step on each backend.
+"""The text index behind search (server/records/search.py), made by a schema step on each backend.
 
 - SQLite: an FTS5 table with the trigram tokenizer (SQLite 3.34 or later) over the title,
   site and assignee of `work_order`, external content keyed by the work order's `seq` (unique,
@@ -16,7 +16,7 @@ import sqlite3
 
 import peewee as pw
 
-from server.models import Tables
+from server.db.models import Tables
 
 __all__ = ["SEARCH_COLUMNS", "create_search_index"]
 

@@ -4,7 +4,7 @@
 An attachment has a change number of its own from the same counter as work orders, so the
 feed orders both in one sequence and an attachment never moves its work order's version (it
 cannot conflict with a field edit). Removing one is keyed like a mutation (`Idempotency-Key`,
-`server.idempotency`) and leaves a tombstone in the feed.
+`server.db.idempotency`) and leaves a tombstone in the feed.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Request, Response
 from fastapi.responses import StreamingResponse
 
-from server.database import ChangeSequence, Store
+from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
+from server.db.models import Attachment
+from server.db.store import ChangeSequence, Store
 from server.http import ApiError, CurrentDevice, IdempotencyKeyHeader, ServerContext, reply_response
-from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
-from server.models import Attachment
-from server.mutations import now_iso
-from server.openapi_uploads import ATTACHMENT_RESPONSES, REMOVE_RESPONSES, THUMBNAIL_RESPONSES
-from server.uploads import attachment_change_json, attachment_json
+from server.openapi.uploads import ATTACHMENT_RESPONSES, REMOVE_RESPONSES, THUMBNAIL_RESPONSES
+from server.records.mutations import now_iso
+from server.uploads.lifecycle import attachment_change_json, attachment_json
 from server.wire import wire_entity_id
 
 __all__ = ["attachment_changes", "attachments_of", "etag_matches", "router", "with_attachments"]

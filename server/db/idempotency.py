@@ -43,7 +43,7 @@ from typing import Any
 
 import peewee as pw
 
-from server.database import ChangeSequence, Store
+from server.db.store import ChangeSequence, Store
 from server.logs import log_event
 from server.settings import Settings
 
@@ -57,7 +57,7 @@ __all__ = [
     "request_hash",
 ]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("server.idempotency")  # the name its log lines have always carried
 
 _PROCESSING = "processing"
 _DONE = "done"

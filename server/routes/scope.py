@@ -14,14 +14,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 
 from server.auth import AuthenticatedDevice
+from server.db.models import WorkOrderRow
 from server.http import ApiError, CurrentDevice, ServerContext
-from server.models import WorkOrderRow
-from server.mutations import record_columns_json
-from server.openapi import Identity, PinReply, SearchPage, error_responses
-from server.pins import set_pin
-from server.scope import Scope
-from server.scope_feed import pinned_among
-from server.search import find_work_orders
+from server.openapi.answers import Identity, PinReply, SearchPage, error_responses
+from server.records.mutations import record_columns_json
+from server.records.search import find_work_orders
+from server.scope.feed import pinned_among
+from server.scope.keys import Scope
+from server.scope.pins import set_pin
 from server.wire import UrlInteger, wire_entity_id
 
 __all__ = ["device_scope", "may_read", "router"]

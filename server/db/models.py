@@ -51,7 +51,7 @@ class Device(_Base):
     #: The person using the device (a work order's `assignee`); several devices may share one.
     user_name = pw.CharField(max_length=200, default="")
     team = pw.CharField(max_length=100, default="")
-    #: A worker from before scopes: its feed is everything until `set-device` (scope_legacy).
+    #: A worker from before scopes: its feed is everything until `set-device` (scope/legacy.py).
     legacy_scope = pw.BooleanField(default=False)
     #: The highest `since` it pulled the feed from: it holds every change up to there.
     feed_position = pw.BigIntegerField(default=0)
@@ -173,7 +173,7 @@ class Attachment(_Base):
 
 
 class ScopeEntry(_Base):
-    """Where a work order stands in one scope key's change feed (see server/scope_feed.py).
+    """Where a work order stands in one scope key's change feed (see server/scope/feed.py).
 
     One row per (key, work order) that ever met: `seq` is the last change number that touched
     the pair, `present` whether the work order is in the key now. Keys are `u:<user>`
@@ -181,7 +181,7 @@ class ScopeEntry(_Base):
     device whose own scope changed). The feed reads `(key, seq)` ranges from an index that
     also holds `entity_id`, so a page reads a few index pages of its keys and never the
     table's rows, scattered as they are over all work orders; writes find a work order's keys
-    by `entity_id`. Absent rows go once no feed page needs them (server/scope_prune.py).
+    by `entity_id`. Absent rows go once no feed page needs them (server/scope/prune.py).
     """
 
     key = pw.CharField(max_length=210)
@@ -216,7 +216,7 @@ class RateBucket(_Base):
 
 
 class SchemaStep(_Base):
-    """The schema steps (server/schema.py) applied to this database."""
+    """The schema steps (server/db/schema.py) applied to this database."""
 
     step = pw.IntegerField(primary_key=True)
     applied_at = pw.CharField(max_length=40)

@@ -11,7 +11,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from server.auth import AuthenticatedDevice
-from server.database import ChangeSequence
+from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
+from server.db.store import ChangeSequence
 from server.http import (
     ApiError,
     CurrentDevice,
@@ -20,11 +21,8 @@ from server.http import (
     idempotency_key_problem,
     reply_response,
 )
-from server.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.metrics import Metrics
-from server.mutation_batch import apply_mutation_batch
-from server.mutations import InvalidMutation, ValidMutation, apply_mutation, validate_mutation
-from server.openapi import (
+from server.openapi.answers import (
     BatchReply,
     KeyInUse,
     KeyProblem,
@@ -33,6 +31,13 @@ from server.openapi import (
     UnreadableBody,
     VersionConflict,
     error_responses,
+)
+from server.records.batch import apply_mutation_batch
+from server.records.mutations import (
+    InvalidMutation,
+    ValidMutation,
+    apply_mutation,
+    validate_mutation,
 )
 from server.wire import Mutation
 

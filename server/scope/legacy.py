@@ -7,10 +7,10 @@ would silently leave it on the next pull. So schema step 3 marks those devices *
 feed stays the whole organisation, as an admin's (and their search too), until `set-device`
 names their user or team. `list-devices` says which devices still are.
 
-Ending it stamps the device's own `d:` key (server/scope.py) at a new change number for each
+Ending it stamps the device's own `d:` key (server/scope/keys.py) at a new change number for each
 work order its new scope does not hold, so its next pull says `out_of_scope` once for each
 of them and keeps what is still its own, without a new download. That is one entry per such
-work order: the device held all of them; pruning (server/scope_prune.py) removes the entries
+work order: the device held all of them; pruning (server/scope/prune.py) removes the entries
 once the device has pulled past them.
 
 Step 3 also gives work orders from before scopes their scope entries (the scoped feed reads
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import peewee as pw
 
-from server.models import Tables
-from server.scope import DEVICE, TEAM, USER, Scope, tuples_of, upsert_entries
+from server.db.models import Tables
+from server.scope.keys import DEVICE, TEAM, USER, Scope, tuples_of, upsert_entries
 
 if TYPE_CHECKING:
-    from server.database import ChangeSequence, Store
+    from server.db.store import ChangeSequence, Store
 
 __all__ = ["backfill_scope_entries", "end_legacy_scope", "mark_legacy_devices"]
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 import peewee as pw
 from playhouse.migrate import SchemaMigrator, migrate
 
-from server.models import Tables
-from server.scope_legacy import backfill_scope_entries, mark_legacy_devices
-from server.search_index import create_search_index
+from server.db.models import Tables
+from server.db.search_index import create_search_index
+from server.scope.legacy import backfill_scope_entries, mark_legacy_devices
 
 __all__ = ["STEPS", "apply_steps"]
 
@@ -69,7 +69,7 @@ def _step1_people_and_teams(db: pw.Database, tables: Tables) -> None:
 
 
 def _step3_devices_before_scopes(db: pw.Database, tables: Tables) -> None:
-    """Devices gain `legacy_scope` (see server/scope_legacy.py) and `feed_position` (the last
+    """Devices gain `legacy_scope` (see server/scope/legacy.py) and `feed_position` (the last
     change token they pulled from, for pruning); workers from before scopes become legacy, and
     work orders from before scopes get their scope entries."""
     _add_missing(

@@ -1,7 +1,7 @@
 """The changes feed and single-record reads.
 
 `GET /v1/changes?since=<token>` pages through work orders in the order of their last change.
-A device sees only its scope (server/scope.py, server/scope_feed.py).
+A device sees only its scope (server/scope/keys.py, server/scope/feed.py).
 The token is the change sequence number of the last position read (a decimal string, opaque
 to clients). Sequence numbers come from `Store.write_transaction`, which serializes writers, so
 they become visible in commit order: a page can never be followed by a lower number committing
@@ -17,14 +17,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from server.attachments import attachments_of, etag_matches, with_attachments
+from server.db.models import BIGINT_MAX
 from server.http import ApiError, CurrentDevice, ServerContext
-from server.models import BIGINT_MAX
-from server.mutations import record_json
-from server.openapi import ChangesPage, RecordRead, error_responses
-from server.scope_feed import feed_page
-from server.scope_prune import note_feed_position
-from server.scope_routes import device_scope, may_read
+from server.openapi.answers import ChangesPage, RecordRead, error_responses
+from server.records.mutations import record_json
+from server.routes.attachments import attachments_of, etag_matches, with_attachments
+from server.routes.scope import device_scope, may_read
+from server.scope.feed import feed_page
+from server.scope.prune import note_feed_position
 from server.wire import UrlInteger, wire_entity_id
 
 __all__ = ["router"]

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.auth import AuthenticatedDevice
-from server.blobs import BlobStore
-from server.database import Store
+from server.db.models import Attachment, Upload
+from server.db.store import Store
 from server.http import ApiError
-from server.models import Attachment, Upload
-from server.mutations import now_iso
+from server.records.mutations import now_iso
 from server.settings import Settings
+from server.uploads.blobs import BlobStore
 from server.wire import wire_entity_id
 
 __all__ = [

@@ -3,7 +3,7 @@
 The meaning is the LIKE scan's, on both backends: a work order (not deleted) matches when one
 of the three fields contains `q` as a substring, case folded as the backend's LIKE folds it
 (SQLite: ASCII letters; PostgreSQL: ILIKE). Matches come in id order after a cursor. Only the
-way there differs (the indexes come from server/search_index.py):
+way there differs (the indexes come from server/db/search_index.py):
 
 - PostgreSQL runs the same ILIKE query; pg_trgm's GIN indexes answer it, and the planner
   still walks the id index when a term is so common that the first page is near.
@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from server.database import Store
-from server.mutations import WIRE_FIELDS
-from server.scope import Scope
+from server.db.store import Store
+from server.records.mutations import WIRE_FIELDS
+from server.scope.keys import Scope
 
 __all__ = ["COLUMNS", "SEARCHED", "find_work_orders"]
 

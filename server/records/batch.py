@@ -18,9 +18,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from server.database import ChangeSequence, Store
-from server.idempotency import Reply
-from server.mutations import WIRE_FIELDS, ValidMutation, editable, record_columns_json, stamp
+from server.db.idempotency import Reply
+from server.db.store import ChangeSequence, Store
+from server.records.mutations import (
+    WIRE_FIELDS,
+    ValidMutation,
+    editable,
+    record_columns_json,
+    stamp,
+)
 
 __all__ = ["RECORD_COLUMNS", "BatchWriteMismatch", "apply_mutation_batch"]
 

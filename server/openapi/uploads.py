@@ -10,7 +10,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from server.openapi import AttachmentRemoved, KeyInUse, KeyProblem, KeyReused, error_responses
+from server.openapi.answers import (
+    AttachmentRemoved,
+    KeyInUse,
+    KeyProblem,
+    KeyReused,
+    error_responses,
+)
 
 __all__ = [
     "ATTACHMENT_RESPONSES",

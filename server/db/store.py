@@ -19,9 +19,9 @@ from urllib.parse import urlparse
 import peewee as pw
 from playhouse import db_url
 
-from server.models import bind_models
-from server.schema import apply_steps
-from server.scope import restamp_changed
+from server.db.models import bind_models
+from server.db.schema import apply_steps
+from server.scope.keys import restamp_changed
 
 __all__ = ["ChangeSequence", "Store", "open_store"]
 
@@ -85,7 +85,7 @@ class Store:
 
     def create_schema(self) -> None:
         """Create missing tables and the counter row, and bring an older database up to date
-        (server/schema.py); idempotent, safe from several processes."""
+        (server/db/schema.py); idempotent, safe from several processes."""
         with self.db.connection_context():
             with self.db.atomic():
                 self.db.create_tables(self.tables.all(), safe=True)

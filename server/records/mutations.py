@@ -17,9 +17,9 @@ import peewee as pw
 from app import mutations as contract
 from app.mutations import BASE_FORBIDDEN_FOR_CREATE, BASE_REQUIRED
 from app.records import EDITABLE_FIELDS, ValidationError
-from server.database import ChangeSequence, Store
-from server.idempotency import Reply
-from server.models import WorkOrderRow
+from server.db.idempotency import Reply
+from server.db.models import WorkOrderRow
+from server.db.store import ChangeSequence, Store
 from server.wire import Mutation, check_wire_fields, wire_entity_id
 
 __all__ = [

@@ -1,0 +1,1 @@
+"""The server database: tables, schema steps, the store, and idempotent requests."""

@@ -1,0 +1,1 @@
+"""What `/openapi.json` documents: the answers, the exact inputs, the tus routes."""

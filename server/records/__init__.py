@@ -1,0 +1,1 @@
+"""Work orders: mutations (one and in batches), the review queue, and search."""

@@ -1,0 +1,1 @@
+"""Attachment bytes: tus uploads' life in the database and their files on disk."""
