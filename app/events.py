@@ -105,7 +105,8 @@ class SyncProgress:
 class OpChanges:
     """What one core write (an operation in `app.operations`) changed, so a screen repaints
     just that: the work orders it touched, and whether the queue, the conflicts or the
-    settings changed (Anki's ``OpChanges``)."""
+    settings changed (Anki's ``OpChanges``). The engine listens too: a change of the queue
+    or of attachments wakes it, so no screen has to."""
 
     entity_ids: frozenset[str] = field(default_factory=frozenset)
     queue: bool = False
@@ -113,6 +114,9 @@ class OpChanges:
     settings: bool = False
     #: Attachments of ``entity_ids`` were added, removed or sent again.
     attachments: bool = False
+    #: Who asked for it (a screen's name, as `Operations.by` was given it; "" for the core):
+    #: that screen has repainted already and may skip its own change.
+    initiator: str = ""
 
 
 @dataclass(frozen=True)

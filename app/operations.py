@@ -8,6 +8,7 @@ other, and no screen writes to ``store.queue`` or ``store.db`` itself.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -123,13 +124,20 @@ def load_sync_on_metered(store: Store) -> bool:
 class Operations:
     """The core writes the UI calls, each publishing its `OpChanges`."""
 
-    def __init__(self, store: Store, executor: Executor, events: EventBus) -> None:
+    def __init__(
+        self, store: Store, executor: Executor, events: EventBus, initiator: str = ""
+    ) -> None:
         self.store = store
         self.executor = executor
         self.events = events
+        self.initiator = initiator
+
+    def by(self, initiator: str) -> Operations:
+        """The same operations, their `OpChanges` naming ``initiator`` (a screen)."""
+        return Operations(self.store, self.executor, self.events, initiator)
 
     def _publish(self, changes: OpChanges) -> None:
-        self.events.publish(changes)
+        self.events.publish(dataclasses.replace(changes, initiator=self.initiator))
 
     async def save_edit(
         self,

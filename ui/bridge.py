@@ -32,7 +32,7 @@ from ui.qt import QObject, Signal
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Bridge", "from_number"]
+__all__ = ["Bridge", "from_number", "op_changes"]
 
 
 def _number(value: float | None) -> float:
@@ -61,8 +61,10 @@ class Bridge(QObject):
         conflictRaised(str entity_id, int job_id, str kind)
         syncProgress(int done, int total, str phase)
         authRequired(str server_url, str reason)
-        opChanges(list entity_ids, bool queue, bool conflicts, bool settings)
-                                          — what a core operation (app.operations) changed
+        opChanges(dict changes)         — what a core operation (app.operations) changed,
+                                          every field of its OpChanges: entity_ids (sorted
+                                          list), queue, conflicts, settings, attachments and
+                                          initiator ("": the core)
         uploadProgress(dict change)     — an attachment's upload moved: attachment_id,
                                           entity_id, state, offset, size, reason ("": none)
 
@@ -82,7 +84,7 @@ class Bridge(QObject):
     conflictRaised = Signal(str, int, str)
     syncProgress = Signal(int, int, str)
     authRequired = Signal(str, str)
-    opChanges = Signal(list, bool, bool, bool)
+    opChanges = Signal(dict)
     uploadProgress = Signal(dict)
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -129,9 +131,7 @@ class Bridge(QObject):
                 self.connectivity = "signed_out"
                 self.authRequired.emit(url, reason)
             case OpChanges():
-                self.opChanges.emit(
-                    sorted(event.entity_ids), event.queue, event.conflicts, event.settings
-                )
+                self.opChanges.emit(op_changes(event))
             case UploadProgress():
                 self.uploadProgress.emit(
                     {
@@ -164,4 +164,16 @@ def _job_state(change: JobStateChanged) -> dict[str, Any]:
         "status": str(change.status),
         "error": change.error or "",
         "next_attempt_at": _number(change.next_attempt_at),
+    }
+
+
+def op_changes(changes: OpChanges) -> dict[str, Any]:
+    """An operation's `OpChanges` as `opChanges` carries it: every field, by its name."""
+    return {
+        "entity_ids": sorted(changes.entity_ids),
+        "queue": changes.queue,
+        "conflicts": changes.conflicts,
+        "settings": changes.settings,
+        "attachments": changes.attachments,
+        "initiator": changes.initiator,
     }

@@ -28,9 +28,8 @@ __all__ = ["EngineControl", "Services", "SyncReport"]
 
 
 class EngineControl(Protocol):
-    """The part of `app.sync.engine.SyncEngine` the UI drives."""
-
-    def wake(self) -> None: ...
+    """The part of `app.sync.engine.SyncEngine` the UI drives. Not `wake`: the engine
+    wakes itself on the `OpChanges` of an operation that changed the queue."""
 
     async def sync_now(self) -> SyncReport: ...
 
@@ -61,11 +60,6 @@ class Services:
     operations: Operations = field(default=None)  # type: ignore[assignment]
     #: Photos and files of work orders (attach, list, retry, remove), built like `operations`.
     attachments: AttachmentOperations = field(default=None)  # type: ignore[assignment]
-
-    def wake(self) -> None:
-        """Ask the engine to send now (after a core write a person made); none, nothing."""
-        if self.engine is not None:
-            self.engine.wake()
 
     @property
     def online(self) -> bool:

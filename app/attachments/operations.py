@@ -30,13 +30,24 @@ class AttachmentOperations:
         executor: Executor,
         events: EventBus,
         config: AttachmentConfig | None = None,
+        initiator: str = "",
     ) -> None:
+        self.store, self.config = store, config
         self.attachments = Attachments(store, config)
         self.executor = executor
         self.events = events
+        self.initiator = initiator
+
+    def by(self, initiator: str) -> AttachmentOperations:
+        """The same operations, their `OpChanges` naming ``initiator`` (a screen)."""
+        return AttachmentOperations(self.store, self.executor, self.events, self.config, initiator)
 
     def _changed(self, entity_id: str) -> None:
-        self.events.publish(OpChanges(frozenset({entity_id}), queue=True, attachments=True))
+        self.events.publish(
+            OpChanges(
+                frozenset({entity_id}), queue=True, attachments=True, initiator=self.initiator
+            )
+        )
 
     async def attach(
         self, entity_id: str, path: Path, filename: str | None = None

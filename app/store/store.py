@@ -21,6 +21,7 @@ from app.store.db import DB_FILENAME, WriteTransaction, connection, open_databas
 from app.store.errors import InvalidEditError, storage_errors
 from app.store.jobs import PRIORITY_IMPORT, PRIORITY_USER, TOPIC_WORK_ORDERS
 from app.store.queue import JobQueue, QueueConfig
+from app.store.scope import ListScope
 from app.store.stats import queue_stats
 
 __all__ = ["TOPIC_WORK_ORDERS", "EditResult", "Store"]
@@ -193,6 +194,48 @@ class Store:
         return EditResult(entity_id=entity_id, job_id=job_id, op=checked.op)
 
     # -- reads -------------------------------------------------------------------------------
+    # What the screens show of the cache: they read through these, never `cache` itself.
+
+    def work_order(self, entity_id: str) -> dict[str, Any] | None:
+        """One work order as this device shows it (pending edits applied), or None."""
+        return self.cache.get(entity_id)
+
+    def work_orders(
+        self,
+        *,
+        search: str = "",
+        status: str | None = None,
+        include_deleted: bool = False,
+        scope: ListScope = "all",
+        limit: int = 200,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """A page of the list, by title (`WorkOrderCache.query`)."""
+        return self.cache.query(
+            search=search,
+            status=status,
+            include_deleted=include_deleted,
+            scope=scope,
+            limit=limit,
+            offset=offset,
+        )
+
+    def count_work_orders(
+        self,
+        *,
+        search: str = "",
+        status: str | None = None,
+        include_deleted: bool = False,
+        scope: ListScope = "all",
+    ) -> int:
+        return self.cache.count(
+            search=search, status=status, include_deleted=include_deleted, scope=scope
+        )
+
+    def held_here(self, entity_ids: list[str]) -> list[str]:
+        """Which of ``entity_ids`` this device holds, in their order."""
+        with storage_errors(self.path):
+            return self.cache.existing(entity_ids)
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """The rows of one SELECT on this thread's connection; a known SQLite condition

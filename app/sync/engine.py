@@ -1,13 +1,14 @@
 """The sync engine's loop: what to do next, and when, on asyncio.
 
-Event-driven: the loop sleeps on one asyncio.Event and wakes on a local enqueue (`wake`),
-connectivity regained (`set_os_hint`), "Sync now" (`sync_now`), or the earliest
-`next_attempt_at`; it never polls busily, so it costs no CPU while idle or offline. Each turn
-does the next thing due: flush the queue (`app.sync.pipeline`), send escalations
-(`app.sync.outbox`) and pull (`app.sync.reconcile`), or read records opened in the UI. After a
-run of network failures it stops sending and probes ``/healthz`` with jittered backoff. What
-it does is published through `app.sync.status`. Time comes from an injected clock and sleep
-(`app.sync.clock`); blocking store calls run on the single-writer executor.
+Event-driven: the loop sleeps on one asyncio.Event and wakes on a local enqueue (an
+operation's `OpChanges` on the bus, or `wake`), connectivity regained (`set_os_hint`), "Sync
+now" (`sync_now`), or the earliest `next_attempt_at`; it never polls busily, so it costs no
+CPU while idle or offline. Each turn does the next thing due: flush the queue
+(`app.sync.pipeline`), send escalations (`app.sync.outbox`) and pull (`app.sync.reconcile`),
+or read records opened in the UI. After a run of network failures it stops sending and
+probes ``/healthz`` with jittered backoff. What it does is published through
+`app.sync.status`. Time comes from an injected clock and sleep (`app.sync.clock`); blocking
+store calls run on the single-writer executor.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from app.events import Connectivity, EventBus
+from app.events import Connectivity, Event, EventBus, OpChanges
 from app.executor import StoreExecutor
 from app.metrics import EngineMetrics
 from app.store.errors import StorageConditionError, WorkerLockHeldError
@@ -211,8 +212,15 @@ class SyncEngine:
 
     # -- main loop ---------------------------------------------------------------------------
 
+    def on_event(self, event: Event) -> None:
+        """An operation changed the queue (a save, a retry, a photo attached): send it now,
+        whoever made it; the screens never wake the engine themselves."""
+        if isinstance(event, OpChanges) and (event.queue or event.attachments):
+            self.wake()
+
     async def run(self) -> None:
         self._task = asyncio.current_task()
+        unsubscribe = self.events.subscribe(self.on_event)
         try:
             self.status.publish_connectivity()
             await self._acquire_lock()
@@ -222,6 +230,7 @@ class SyncEngine:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._loop())
         finally:
+            unsubscribe()
             self.delivering = False
             self._requests.finish_all(SyncProblem.STOPPED, "sync stopped")
             await self.pipeline.release_in_flight()

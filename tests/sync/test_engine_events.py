@@ -3,6 +3,8 @@ the last sync, flush and pull progress, and job states batched per delivery."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import httpx
 
 from app.events import (
@@ -13,6 +15,7 @@ from app.events import (
     LastSyncChanged,
     SyncProgress,
 )
+from app.operations import Operations
 from app.states import JobStatus
 from app.store.lock import WorkerLock
 from app.store.store import Store
@@ -334,3 +337,49 @@ async def test_one_lost_reply_is_checked_with_a_probe_and_does_not_flip_online(
         await wait_until(engine, runner, lambda: [j["status"] for j in job_rows(store)] == ["done"])
     assert seen.states() == [Connectivity.CONNECTING, Connectivity.ONLINE]
     assert "/healthz" in transport.paths(), "the lost reply was checked, not trusted"
+
+
+async def asleep_until_a_sweep(clock: FakeClock) -> None:
+    """Return once the engine sleeps a long sleep (its next sweep), the short ones passed."""
+    for _ in range(50):
+        await clock.asleep()
+        if clock.sleeping()[0] - clock.now >= 100:
+            return
+        await clock.advance(clock.sleeping()[0] - clock.now)
+    raise AssertionError("the engine never went to sleep until its sweep")
+
+
+async def test_an_operation_that_queues_a_change_wakes_the_engine_by_itself(
+    clocked_store: Store, clock: FakeClock, server: EmbeddedServer, token_a: str
+) -> None:
+    # A quiet engine sleeps until its next sweep (10 min here); only a wake sends sooner.
+    store = clocked_store
+    engine = make_engine(
+        store,
+        server.base_url,
+        token_a,
+        clock=clock,
+        sweep_interval_s=600.0,
+        pull_interval_s=600.0,
+    )
+    operations = Operations(store, engine.executor, engine.events)
+
+    def done(count: int) -> Callable[[], bool]:
+        return lambda: [j["status"] for j in job_rows(store)] == ["done"] * count
+
+    async with running(engine) as runner:
+        await wait_until(engine, runner, lambda: engine.connectivity_state == Connectivity.ONLINE)
+        await asleep_until_a_sweep(clock)
+        # Written behind the engine's back (no OpChanges): it waits for the sweep.
+        quiet_at = clock.monotonic()
+        store.record_edit("create", None, {"title": "Unannounced"})
+        await wait_until(engine, runner, done(1))
+        quiet_took = clock.monotonic() - quiet_at
+        await asleep_until_a_sweep(clock)
+        # Through an operation: its OpChanges wakes the engine at once, and no screen asks.
+        told_at = clock.monotonic()
+        await operations.save_edit("create", None, {"title": "Announced"})
+        await wait_until(engine, runner, done(2))
+        told_took = clock.monotonic() - told_at
+    assert quiet_took >= 100, "nothing but its sweep woke the engine for the unannounced edit"
+    assert told_took < 1.0, "the operation's OpChanges woke the engine"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from app.events import (
     AuthRequired,
     ConflictRaised,
     ConnectivityChanged,
     EventBus,
     JobStateChanged,
+    OpChanges,
     QueueChanged,
     RecordsChanged,
     SyncProgress,
@@ -111,3 +114,29 @@ def test_a_batch_of_job_states_is_one_signal_and_each_job_still_its_own(
     with qtbot.wait_signal(bridge.lastSyncChanged) as blocker:
         bus.publish(LastSyncChanged(1_700_000_000.5))
     assert blocker.args == [1_700_000_000.5]
+
+
+def test_an_operations_changes_cross_the_bridge_whole(qtbot, bus: EventBus) -> None:
+    bridge = Bridge()
+    bridge.attach(bus)
+    with qtbot.wait_signal(bridge.opChanges) as blocker:
+        bus.publish(
+            OpChanges(
+                frozenset({"w2", "w1"}),
+                queue=True,
+                attachments=True,
+                initiator="dead-letters",
+            )
+        )
+    assert blocker.args == [
+        {
+            "entity_ids": ["w1", "w2"],
+            "queue": True,
+            "conflicts": False,
+            "settings": False,
+            "attachments": True,
+            "initiator": "dead-letters",
+        }
+    ]
+    # Every field of OpChanges, none dropped on the way.
+    assert set(blocker.args[0]) == {field.name for field in dataclasses.fields(OpChanges)}

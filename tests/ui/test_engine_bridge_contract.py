@@ -27,10 +27,10 @@ def test_the_real_engine_drives_the_bridge_as_the_fakes_do(
     bridge = services.bridge
     batches: list[list[dict[str, Any]]] = []
     singles: list[tuple[int, str, str, str, float]] = []
-    ops: list[tuple[Any, ...]] = []
+    ops: list[dict[str, Any]] = []
     connect(bridge.jobStatesChanged, batches.append)
     connect(bridge.jobStateChanged, lambda *args: singles.append(args))
-    connect(bridge.opChanges, lambda *args: ops.append(args))
+    connect(bridge.opChanges, ops.append)
 
     device.connect(closed_port_url(), server.add_device("phone-1"))
     device.start()
@@ -77,5 +77,8 @@ def test_the_real_engine_drives_the_bridge_as_the_fakes_do(
         (job_id, status, error) for job_id, _, status, error, _ in singles
     ]
     # The save's OpChanges reached the screens whole: its work order, the queue flag.
-    assert ops[0][0] == [entity_id]
-    assert ops[0][1] is True
+    assert (ops[0]["entity_ids"], ops[0]["queue"], ops[0]["attachments"]) == (
+        [entity_id],
+        True,
+        False,
+    )

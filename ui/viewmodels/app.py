@@ -90,7 +90,6 @@ class AppViewModel(QObject):
         connect(self._editor.changed, self.on_editor_changed)
         connect(self._keep_offline.discarded, self.on_keep_offline_discarded)
         connect(self._search.openLocal, self.openWorkOrder)
-        connect(self._editor.saved, self.on_editor_saved)
         connect(self._editor.restoredNew, self.on_editor_restored_new)
         connect(self._editor.changed, self.titleChanged.emit)
         connect(self._conflicts.finished, self.on_conflicts_finished)
@@ -247,9 +246,6 @@ class AppViewModel(QObject):
             go()
 
     # -- wiring -----------------------------------------------------------------------------
-
-    def on_editor_saved(self, entity_id: str) -> None:
-        self._services.wake()
 
     def on_editor_restored_new(self) -> None:
         """A new work order's typing from an earlier run is back: show it, as it was."""

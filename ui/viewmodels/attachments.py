@@ -180,10 +180,8 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
 
     # -- core events ------------------------------------------------------------------------
 
-    def on_bridge_op_changes(
-        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
-    ) -> None:
-        if self._entity_id and self._entity_id in entity_ids:
+    def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
+        if self._entity_id and self._entity_id in changes["entity_ids"]:
             self.reload()
 
     def on_bridge_records_changed(self, entity_ids: list[str]) -> None:

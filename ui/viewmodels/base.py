@@ -17,8 +17,8 @@ QAbstractListModel whose rows QML reads by role name). Both give it:
 value is stored, ``on_change(view_model)`` runs (reload, restart a timer), then it notifies.
 
 `await self._carry_out(core_call, "Not added")` runs what a person asked of the core: refused,
-the toast says "Not added: <why>" and it returns `REFUSED`; done, it wakes the engine (the
-change waits in the queue) and returns the call's result, which the caller words.
+the toast says "Not added: <why>" and it returns `REFUSED`; done, it returns the call's
+result, which the caller words (the engine wakes by itself on the operation's OpChanges).
 
 A `ListViewModel` names its roles once in `ROLE_NAMES`, keeps its rows in `self._rows` and
 says what a row shows for a role in `_value(row, name)`; `roleNames`, `rowCount`, `data`,
@@ -121,14 +121,12 @@ class _Owner:
         errors: tuple[type[Exception], ...] = (StoreError,),
     ) -> Result | Refused:
         """Await ``action``, a core operation a person asked for. One of ``errors``: say
-        "<refused>: <why>" and return `REFUSED`. Done: wake the engine, return the result."""
+        "<refused>: <why>" and return `REFUSED`. Done: return the result."""
         try:
-            result = await action
+            return await action
         except errors as exc:
             self._say(f"{refused}: {exc}")
             return REFUSED
-        self._services.wake()
-        return result
 
     def _timer(
         self, interval_ms: int, on_timeout: Callable[[], None], *, single_shot: bool = False

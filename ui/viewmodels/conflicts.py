@@ -51,10 +51,8 @@ class ConflictViewModel(FieldChoiceViewModel[ConflictView]):
         self._open: list[ConflictView] = []
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
 
-    def on_bridge_op_changes(
-        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
-    ) -> None:
-        if conflicts:
+    def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
+        if changes["conflicts"]:
             self.reload()
 
     # -- loading ----------------------------------------------------------------------------

@@ -29,6 +29,9 @@ from ui.wording import kind_in_words, reason_in_words, when
 
 __all__ = ["DeadLetterModel", "validate_payload"]
 
+#: The initiator of this screen's operations (`OpChanges.initiator`).
+INITIATOR = "dead-letters"
+
 _OPS = {
     "create": "Create",
     "update": "Edit",
@@ -81,7 +84,7 @@ def _dead_jobs(store: Store) -> list[DeadJob]:
     for job in list_dead(store):
         if job.op in _FILE_OPS:
             view = files.get(str(job.payload.get("attachment_id", "")))
-            order = store.cache.get(view.entity_id) if view is not None else None
+            order = store.work_order(view.entity_id) if view is not None else None
             name = view.filename if view is not None else "A removed file"
             job = replace(job, title=f"{name} ({order['title']})" if order else name)
         jobs.append(job)
@@ -127,10 +130,9 @@ class DeadLetterModel(ListViewModel[DeadJob]):
         self._reload_timer = self._timer(30, self.reload, single_shot=True)
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
 
-    def on_bridge_op_changes(
-        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
-    ) -> None:
-        if queue:
+    def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
+        # This screen's own operations reload it when they end (`_reload_now`).
+        if changes["queue"] and changes["initiator"] != INITIATOR:
             self._reload_timer.start()
 
     # -- model ------------------------------------------------------------------------------
@@ -373,18 +375,17 @@ class DeadLetterModel(ListViewModel[DeadJob]):
     @Slot()
     def retryChecked(self) -> None:
         """Send every checked change again, unchanged (each keeps its idempotency key)."""
-        retry = self._services.operations.retry_failed
+        retry = self._services.operations.by(INITIATOR).retry_failed
         self._on_each(sorted(self._checked), retry, "Sending {} again.")
 
     async def _retry(self, job_id: int, payload: dict[str, Any] | None) -> None:
         try:
-            await self._services.operations.retry_failed(job_id, payload)
+            await self._services.operations.by(INITIATOR).retry_failed(job_id, payload)
         except StoreError as exc:
             self.message.emit(str(exc))
         else:
             what = "Edited change queued as a new request." if payload else "Sending it again."
             self.message.emit(what)
-            self._services.wake()
         await self._reload_now()
 
     @Slot(int)
@@ -396,7 +397,7 @@ class DeadLetterModel(ListViewModel[DeadJob]):
         self._discard(sorted(self._checked))
 
     def _discard(self, job_ids: list[int]) -> None:
-        give_up = self._services.operations.give_up
+        give_up = self._services.operations.by(INITIATOR).give_up
         self._on_each(job_ids, give_up, "Discarded {}; kept in the audit log.")
 
     def _on_each(self, job_ids: list[int], action: Operation, done: str) -> None:
@@ -413,12 +414,11 @@ class DeadLetterModel(ListViewModel[DeadJob]):
                 self.message.emit(str(exc))
         if count:
             self.message.emit(done.format(f"{count} {'change' if count == 1 else 'changes'}"))
-            self._services.wake()
         await self._reload_now()
 
     async def _reload_now(self) -> None:
         """After this screen's own operations: the list is current when they finish (their
-        OpChanges would reload it a moment later)."""
+        OpChanges name this screen as the initiator, and it skips them)."""
         self._reload_timer.stop()
         await self._reload()
 

@@ -37,7 +37,7 @@ __all__ = ["FIELDS", "EditorViewModel"]
 
 
 def _load(store: Store, entity_id: str) -> tuple[dict[str, Any] | None, EntityJobState | None]:
-    record = store.cache.get(entity_id)
+    record = store.work_order(entity_id)
     return record, job_states(store, [entity_id]).get(entity_id)
 
 
@@ -307,9 +307,8 @@ class EditorViewModel(ViewModel):
         if self.unsynced:
             self.changed.emit()  # "will be sent when reachable" / "being sent"
 
-    def on_bridge_op_changes(
-        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
-    ) -> None:
+    def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
+        entity_ids = changes["entity_ids"]
         if self._entity_id and self._entity_id in entity_ids and not self._saving:
             self.on_bridge_records_changed(entity_ids)
 

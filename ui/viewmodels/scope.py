@@ -111,7 +111,7 @@ def out_of_scope_detail(badge: BadgeKind, *, unsaved: bool = False) -> str:
 
 
 def _load(store: Store, entity_id: str) -> tuple[dict[str, Any] | None, EntityJobState | None]:
-    return store.cache.get(entity_id), job_states(store, [entity_id]).get(entity_id)
+    return store.work_order(entity_id), job_states(store, [entity_id]).get(entity_id)
 
 
 class KeepOfflineViewModel(ViewModel):
@@ -225,11 +225,9 @@ class KeepOfflineViewModel(ViewModel):
         if any(change["entity_id"] == self._entity_id for change in changes):
             self._tasks.start(self._load(self._generation), "keep-offline-state")
 
-    def on_bridge_op_changes(
-        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
-    ) -> None:
-        if self._entity_id in entity_ids:
-            self.on_bridge_records_changed(entity_ids)
+    def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
+        if self._entity_id in changes["entity_ids"]:
+            self.on_bridge_records_changed(changes["entity_ids"])
 
     # -- properties -------------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ _NO_CONNECTION = {
 
 
 def _held(store: Store, entity_ids: list[str]) -> set[str]:
-    return set(store.cache.existing(entity_ids))
+    return set(store.held_here(entity_ids))
 
 
 class SearchViewModel(ViewModel):
@@ -190,11 +190,9 @@ class SearchViewModel(ViewModel):
         if self._results and (not entity_ids or set(entity_ids) & {r["id"] for r in self._results}):
             self._tasks.start(self._refresh_held(), "search-held")
 
-    def on_bridge_op_changes(
-        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
-    ) -> None:
-        if entity_ids:
-            self.on_bridge_records_changed(entity_ids)
+    def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
+        if changes["entity_ids"]:
+            self.on_bridge_records_changed(changes["entity_ids"])
 
     # -- properties -------------------------------------------------------------------------
 

@@ -91,10 +91,8 @@ class StatusBarViewModel(ViewModel):
         self._synced(at)
         self._changed()
 
-    def on_bridge_op_changes(
-        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
-    ) -> None:
-        if queue or conflicts:
+    def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
+        if changes["queue"] or changes["conflicts"]:
             self.refresh()
 
     def on_bridge_sync_progress(self, done: int, total: int, phase: str) -> None:

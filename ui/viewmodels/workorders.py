@@ -52,8 +52,8 @@ def _load_page(
     with_count: bool,
 ) -> tuple[int | None, list[dict[str, Any]], dict[str, EntityJobState], Identity | None]:
     where: dict[str, Any] = {"search": search, "status": status, "scope": scope}
-    total = store.cache.count(**where) if with_count else None
-    rows = store.cache.query(**where, limit=limit, offset=offset)
+    total = store.count_work_orders(**where) if with_count else None
+    rows = store.work_orders(**where, limit=limit, offset=offset)
     ids = [row["id"] for row in rows if row["pending_edits"]]
     _with_attachments(store, rows)
     return total, rows, job_states(store, ids), read_identity(store) if with_count else None
@@ -62,7 +62,7 @@ def _load_page(
 def _load_rows(
     store: Store, entity_ids: list[str]
 ) -> tuple[dict[str, dict[str, Any] | None], dict[str, EntityJobState]]:
-    rows = {entity_id: store.cache.get(entity_id) for entity_id in entity_ids}
+    rows = {entity_id: store.work_order(entity_id) for entity_id in entity_ids}
     _with_attachments(store, [row for row in rows.values() if row is not None])
     return rows, job_states(store, entity_ids)
 
@@ -267,11 +267,9 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
     def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
         self.repaint(names=["badgeDetail"])  # a pending row's detail: is it on its way
 
-    def on_bridge_op_changes(
-        self, entity_ids: list[str], queue: bool, conflicts: bool, settings: bool
-    ) -> None:
-        if entity_ids:
-            self.on_bridge_records_changed(entity_ids)
+    def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
+        if changes["entity_ids"]:
+            self.on_bridge_records_changed(changes["entity_ids"])
 
     def on_bridge_upload_progress(self, change: dict[str, Any]) -> None:
         """An upload ended: its work order's "2 photos waiting" counts one less."""
