@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from server.auth import AuthenticatedDevice, authenticate
 from server.db.idempotency import Reply
 from server.db.store import Store
+from server.device_status import note_seen
 from server.logs import correlation_id, log_event
 from server.metrics import Metrics
 from server.ratelimit import RateLimiter, SharedRateLimiter
@@ -244,6 +245,7 @@ def _current_device(  # sync: FastAPI runs it in the thread pool (database I/O)
     if device is None:
         raise ApiError(401, {"error": "unauthorized"}, {"WWW-Authenticate": "Bearer"})
     request.state.device_name = device.name
+    note_seen(context.store, device.id, context.settings.clock())
     wait = context.limiter.acquire(device.id)
     if wait is not None:
         context.metrics.inc("fieldsync_mutations_rejected_total", device.name)

@@ -32,6 +32,7 @@ from app.store.scope import (
 from app.store.settings import read_setting, write_setting
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
+from app.sync.device_report import device_report, encode_report
 from app.sync.errors import MalformedReplyError, read_error
 from app.sync.scope import ScopeSync, split_feed
 from app.sync.transport import Reply, ServerClient
@@ -187,8 +188,12 @@ class Reconciler:
     ) -> None:
         """Pull every page; ``on_page`` hears the count of changes received so far."""
         token = await self.executor.run(read_setting, self.store, SYNC_TOKEN_KEY)
+        # The office hears how this device stands with the first page: no request of its own.
+        status: str | None = encode_report(await self.executor.run(device_report, self.store))
         while True:
-            body = _check(await self.client.changes(token, self.page_size), "changes feed")
+            reply = await self.client.changes(token, self.page_size, status)
+            status = None
+            body = _check(reply, "changes feed")
             changes = body.get("changes")
             next_token = body.get("next")
             if not isinstance(changes, list) or next_token is None:

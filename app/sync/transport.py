@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import orjson
 
+from app.sync.device_report import STATUS_HEADER
 from app.sync.errors import MalformedReplyError, from_httpx, parse_retry_after
 
 __all__ = ["BatchItem", "Reply", "ServerClient", "TransportConfig", "detail_words"]
@@ -273,11 +274,14 @@ class ServerClient:
             raise MalformedReplyError(f"batch reply lacks {len(missing)} of our keys")
         return reply, [by_key[i.idempotency_key] for i in items]
 
-    async def changes(self, since: str | None, limit: int) -> Reply:
+    async def changes(self, since: str | None, limit: int, status: str | None = None) -> Reply:
+        """A page of the feed; ``status`` is the device's report for the office, sent along
+        (``app.sync.device_report``)."""
         params: dict[str, Any] = {"limit": limit}
         if since is not None:
             params["since"] = since
-        return await self._request("GET", "/v1/changes", params=params)
+        headers = {STATUS_HEADER: status} if status is not None else None
+        return await self._request("GET", "/v1/changes", params=params, headers=headers)
 
     async def record(self, entity_id: str, etag: str | None = None) -> Reply:
         headers = {"If-None-Match": etag} if etag else None

@@ -15,6 +15,7 @@ __all__ = [
     "Conflict",
     "ConflictAudit",
     "Device",
+    "DeviceStatus",
     "IdempotencyKey",
     "Pin",
     "RateBucket",
@@ -55,6 +56,28 @@ class Device(_Base):
     legacy_scope = pw.BooleanField(default=False)
     #: The highest `since` it pulled the feed from: it holds every change up to there.
     feed_position = pw.BigIntegerField(default=0)
+
+
+class DeviceStatus(_Base):
+    """What the server saw of a device and what the device last said of itself.
+
+    `last_seen_at` and `last_sync_at` are the server's own observations (epoch seconds); the
+    counts come from the `Fieldsync-Device-Status` header a device sends with its pull
+    (server/device_status.py) and are None until it sent one."""
+
+    device_id = pw.IntegerField(primary_key=True)
+    last_seen_at = pw.DoubleField(null=True)
+    #: The end of its last complete pull of the changes feed.
+    last_sync_at = pw.DoubleField(null=True)
+    reported_at = pw.DoubleField(null=True)
+    app_version = pw.CharField(max_length=64, default="")
+    edits_waiting = pw.IntegerField(null=True)
+    #: When its oldest waiting edit was made (the age it reported, counted back).
+    oldest_edit_since = pw.DoubleField(null=True)
+    failed_changes = pw.IntegerField(null=True)
+    uploads_waiting = pw.IntegerField(null=True)
+    #: The failed changes it listed: JSON `[{"entity_id", "title", "code", "reason", "since"}]`.
+    failed = pw.TextField(default="[]")
 
 
 class WorkOrderRow(_Base):
@@ -238,6 +261,7 @@ class Tables:
     """The model classes bound to one database."""
 
     Device: type[Device]
+    DeviceStatus: type[DeviceStatus]
     WorkOrder: type[WorkOrderRow]
     ChangeCounter: type[ChangeCounter]
     IdempotencyKey: type[IdempotencyKey]
@@ -254,6 +278,7 @@ class Tables:
     def all(self) -> list[type[pw.Model]]:
         return [
             self.Device,
+            self.DeviceStatus,
             self.WorkOrder,
             self.ChangeCounter,
             self.IdempotencyKey,
@@ -271,6 +296,7 @@ class Tables:
 def bind_models(database: pw.Database) -> Tables:
     return Tables(
         Device=_bound(Device, database),
+        DeviceStatus=_bound(DeviceStatus, database),
         WorkOrder=_bound(WorkOrderRow, database),
         ChangeCounter=_bound(ChangeCounter, database),
         IdempotencyKey=_bound(IdempotencyKey, database),

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from server.db.models import BIGINT_MAX
+from server.device_status import STATUS_DESCRIPTION, STATUS_HEADER, note_pull
 from server.http import ApiError, CurrentDevice, ServerContext
 from server.openapi.answers import ChangesPage, RecordRead, error_responses
 from server.records.mutations import record_json
@@ -55,6 +56,9 @@ def get_changes(
     device: CurrentDevice,
     since: Annotated[str | None, Query(description="`next` of the previous page")] = None,
     limit: Annotated[int | None, Query(ge=1), UrlInteger] = None,
+    device_status: Annotated[
+        str | None, Header(alias=STATUS_HEADER, description=STATUS_DESCRIPTION)
+    ] = None,
 ) -> dict[str, Any]:
     """Records changed after `since` in the device's scope, oldest change first; a work order
     that left the scope comes once as `{"id": …, "out_of_scope": true}`."""
@@ -64,7 +68,10 @@ def get_changes(
     page_size = min(limit or settings.changes_default_limit, settings.changes_max_limit)
     # Asking from `after` says the device holds everything up to it: pruning may pass it.
     note_feed_position(context.store, device.id, after, device.feed_position)
-    return feed_page(context.store, device_scope(device), after, page_size)
+    page = feed_page(context.store, device_scope(device), after, page_size)
+    now = settings.clock()
+    note_pull(context.store, device.id, now, device_status, complete=not page["has_more"])
+    return page
 
 
 @router.get(
