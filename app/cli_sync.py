@@ -10,6 +10,7 @@ import json
 import logging
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from app.cli import (
@@ -24,6 +25,7 @@ from app.cli import (
     print_json,
 )
 from app.credentials import get_token, normalize_server_url, redact, store_token
+from app.desktop.launch import worker_notifier
 from app.events import AuthRequired
 from app.store.deadletters import get_dead, list_dead
 from app.store.errors import WorkerLockHeldError
@@ -181,7 +183,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         _no_worker_running(store)
         engine = make_engine(args, store)
-        refused = asyncio.run(_run_worker(engine))
+        refused = asyncio.run(_run_worker(engine, store.data_dir))
     if refused:
         # Exit, so the service manager restarts it (Restart=on-failure) and it reads the
         # token again: after `fieldsync login` it delivers without a person restarting it.
@@ -190,7 +192,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _run_worker(engine: SyncEngine) -> str | None:
+async def _run_worker(engine: SyncEngine, data_dir: Path) -> str | None:
     """Deliver until SIGTERM/SIGINT (None) or until the server refuses the token (why)."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
@@ -202,14 +204,21 @@ async def _run_worker(engine: SyncEngine) -> str | None:
             loop.call_soon_threadsafe(stopping.set)
 
     engine.events.subscribe(on_event)
+    notifier = worker_notifier(engine, data_dir)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
     runner = asyncio.create_task(engine.run())
+    notifying = asyncio.create_task(notifier.run())
     print("worker: delivering", flush=True)
     waiter = asyncio.create_task(stopping.wait())
     await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
     await engine.stop()
     waiter.cancel()
+    # The last notice (signed out, say) is shown before the worker goes.
+    await notifier.drain(timeout_s=3.0)
+    notifying.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await notifying
     with contextlib.suppress(asyncio.CancelledError):
         await runner
     print("worker: stopped", flush=True)

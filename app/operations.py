@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from app.attachments.files import AttachmentFiles
 from app.attachments.retention import forget_departed
+from app.desktop.notifications import NOTIFICATIONS
 from app.events import EventBus, OpChanges
 from app.mutations import validate_mutation
 from app.pending_export import ExportSummary, export_pending
@@ -222,6 +223,11 @@ class Operations:
         view = await self.executor.run(conflicts.get, job_id)
         await self.executor.run(conflicts.escalate, job_id, note)
         self._publish(OpChanges(frozenset({view.entity_id}), queue=True, conflicts=True))
+
+    async def set_notifications(self, enabled: bool) -> None:
+        """Desktop notifications on or off, for the app and the worker alike."""
+        await self.executor.run(_save_setting, self.store, NOTIFICATIONS, "1" if enabled else "0")
+        self._publish(OpChanges(settings=True))
 
     async def set_sync_on_metered(self, enabled: bool) -> None:
         await self.executor.run(_save_setting, self.store, SYNC_ON_METERED, "1" if enabled else "0")

@@ -5,7 +5,8 @@
 #   test  everything `run` has, plus what the tests need: PostgreSQL for the server tests, a
 #         Secret Service (gnome-keyring + dbus) for the keyring tests, and the desktop,
 #         AppStream and Flatpak validators, and for the GUI end-to-end tests an X server
-#         (Xvfb), a session bus and the AT-SPI accessibility stack (python3-pyatspi), and for the
+#         (Xvfb), a session bus and the AT-SPI accessibility stack (python3-pyatspi), the desktop
+#         services the D-Bus tests stand in with python-dbusmock (python3-dbusmock), and for the
 #         office console's browser tests Chromium (Playwright drives it by its path).
 # Usage: sh scripts/system-deps.sh [run|test] [--list]   (default: test; --list prints the set)
 # Installs what is missing when run as root with apt-get; otherwise prints the command and fails.
@@ -16,7 +17,7 @@ libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-r
 libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1 fonts-dejavu-core"
 
 TEST_PACKAGES="postgresql gnome-keyring dbus desktop-file-utils appstream flatpak-builder \
-xvfb xauth dbus-x11 at-spi2-core python3-pyatspi gir1.2-atspi-2.0 chromium"
+xvfb xauth dbus-x11 at-spi2-core python3-pyatspi gir1.2-atspi-2.0 chromium python3-dbusmock"
 
 case "${1:-test}" in
     run) PACKAGES="$RUN_PACKAGES" ;;

@@ -2,6 +2,7 @@
 embedded local server; or `--screenshot FILE` to render one page offscreen and exit.
 
     fieldsync-gui [--data-dir DIR] [--server URL] [--size WxH] [--dark] [--high-contrast]
+                  [--open conflict:ID|dead|editor:ID|signin|...]
     fieldsync-gui --screenshot FILE [--size 360x720] [--page list|editor|attachments|...|all]
                   [--search TEXT]
 
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from app.desktop.notifications import Notifier, load_notifications_enabled
 from app.events import EventBus
 from app.executor import StoreExecutor
 from app.store.db import default_data_dir
@@ -58,6 +60,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--search", default="", help="with --screenshot: what the search page asks the server"
+    )
+    parser.add_argument(
+        "--open",
+        metavar="TARGET",
+        default="",
+        help="open this page at start (a notification's action: conflict:ID, dead, signin…)",
     )
     args = parser.parse_args(argv)
     if args.screenshot and args.page == "all" and "{page}" not in args.screenshot:
@@ -173,6 +181,9 @@ async def _run(
     _watch_network(engine)
     if not holder.token:
         app_vm.open("signin")
+    elif args.open:
+        app_vm.openTarget(args.open)
+    notifier = desktop_notifier(store, executor, bus, app_vm, window)
 
     closed = asyncio.Event()
     app.setQuitOnLastWindowClosed(False)
@@ -180,6 +191,7 @@ async def _run(
     connect(app.aboutToQuit, closed.set)
     stop_on_signals(closed)
     sync_task = asyncio.create_task(engine.run(), name="sync-engine")
+    notify_task = asyncio.create_task(notifier.run(), name="notifications")
     log.info("fieldsync-gui running (data dir %s)", store.data_dir)
     try:
         await closed.wait()
@@ -190,6 +202,9 @@ async def _run(
             sync_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sync_task
+        notify_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await notify_task
         await app_vm.aclose()
         await review_client.aclose()
         window.close()
@@ -199,6 +214,25 @@ async def _run(
             await asyncio.to_thread(server.stop)
         log.info("fieldsync-gui stopped")
     return 0
+
+
+def desktop_notifier(
+    store: Store, executor: StoreExecutor, bus: EventBus, app_vm: Any, window: Any
+) -> Notifier:
+    """Notifications of what needs the person; an action shows the window on its page."""
+
+    async def enabled() -> bool:
+        return await executor.run(load_notifications_enabled, store)
+
+    def on_action(target: str) -> None:
+        app_vm.openTarget(target)
+        window.show()
+        # Not raise(): Wayland compositors (a phone's) refuse it; activation is the request.
+        window.requestActivate()
+
+    notifier = Notifier(enabled=enabled, on_action=on_action)
+    notifier.subscribe(bus)
+    return notifier
 
 
 def stop_on_signals(closed: asyncio.Event) -> None:

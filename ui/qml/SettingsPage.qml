@@ -1,4 +1,5 @@
-// Device settings: sync on metered connections, and where this device keeps its data.
+// Device settings: sync on metered connections, notifications, and where this device keeps
+// its data.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -21,6 +22,20 @@ FsPage {
         text: page.vm.syncOnMetered
               ? "Edits are sent on mobile data too."
               : "On mobile data or a metered hotspot, edits wait on this device and are sent on the next unmetered network."
+        Layout.fillWidth: true
+    }
+    FsSwitch {
+        objectName: "notificationsSwitch"
+        text: "Notifications"
+        checked: page.vm.notifications
+        Layout.fillWidth: true
+        Layout.topMargin: Theme.spacingS
+        onToggled: page.vm.setNotifications(checked)
+    }
+    FsCaption {
+        text: page.vm.notifications
+              ? "The desktop tells you of a conflict, a change or a file that failed, and a sign-out, even with the app closed."
+              : "Nothing is shown outside the app: what needs you waits in the status bar."
         Layout.fillWidth: true
     }
     FsHeading { text: "Data folder"; Layout.topMargin: Theme.spacingS; Layout.fillWidth: true }

@@ -209,6 +209,18 @@ class AppViewModel(QObject):
         self._search.search()
 
     @Slot(str)
+    def openTarget(self, target: str) -> None:
+        """The page a desktop notification's action names (`app.desktop.notifications`):
+        ``conflict:<id>``, ``conflict``, ``dead``, ``editor:<id>``, ``signin``."""
+        page, _, entity_id = target.partition(":")
+        if page == "conflict" and entity_id:
+            self.resolveConflictFor(entity_id)
+        elif page == "editor" and entity_id:
+            self.openWorkOrder(entity_id)
+        elif page in PAGES:
+            self.open(page)
+
+    @Slot(str)
     def resolveConflictFor(self, entity_id: str) -> None:
         def go() -> None:
             self._conflicts.openForEntity(entity_id)

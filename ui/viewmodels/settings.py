@@ -1,4 +1,5 @@
-"""Device settings a person may change: today, whether to sync on metered connections.
+"""Device settings a person may change: whether to sync on metered connections, and whether
+the desktop shows notifications of what needs the person (the app's and the worker's).
 
 Kept in the store's `settings` table (small, per data dir, never a secret) and read once at
 start-up into `SyncConfig`; a change is saved through the core operation
@@ -8,6 +9,7 @@ start-up into `SyncConfig`; a change is saved through the core operation
 
 from __future__ import annotations
 
+from app.desktop.notifications import load_notifications_enabled
 from app.operations import SYNC_ON_METERED, load_sync_on_metered
 from ui.qt import Property, QObject, Signal, Slot
 from ui.services import Services
@@ -28,6 +30,7 @@ class SettingsViewModel(ViewModel):
         super().__init__(parent)
         self._services = services
         self._sync_on_metered = True
+        self._notifications = True
 
     @Slot()
     def reload(self) -> None:
@@ -36,7 +39,26 @@ class SettingsViewModel(ViewModel):
     async def _reload(self) -> None:
         store = self._services.store
         self._sync_on_metered = await self._services.executor.run(load_sync_on_metered, store)
+        self._notifications = await self._services.executor.run(load_notifications_enabled, store)
         self.changed.emit()
+
+    notifications = notified(bool, "_notifications", changed)
+
+    @Slot(bool)
+    def setNotifications(self, enabled: bool) -> None:
+        if enabled == self._notifications:
+            return
+        self._notifications = enabled
+        self.changed.emit()
+        self._tasks.start(self._save_notifications(enabled), "settings-notifications")
+
+    async def _save_notifications(self, enabled: bool) -> None:
+        await self._services.operations.set_notifications(enabled)
+        self.message.emit(
+            "Notifications on: conflicts, failed changes and files, and sign-outs."
+            if enabled
+            else "Notifications off: what needs you shows in the app only."
+        )
 
     syncOnMetered = notified(bool, "_sync_on_metered", changed)
 
