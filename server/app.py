@@ -24,13 +24,23 @@ from server.routes import attachments, changes, conflicts, mutations, scope, upl
 from server.scope.prune import prune_scope_entries
 from server.settings import Settings
 from server.uploads.blobs import BlobStore, RunningHashes, attachments_root
-from server.uploads.lifecycle import prune_expired_uploads, prune_unused_files
+from server.uploads.lifecycle import (
+    prune_expired_uploads,
+    prune_unused_files,
+    unfinished_upload_ids,
+)
+from server.uploads.locks import upload_locks
 
 __all__ = ["create_app"]
 
 logger = logging.getLogger(__name__)
 
 _PROMETHEUS_TEXT = "text/plain; version=0.0.4"
+
+
+#: A lock file outlives its upload this long before it is removed (a request may still be
+#: finishing on it).
+_LOCK_FILE_GRACE_S = 3600.0
 
 
 def _prune_forever(context: ServerContext, stop: threading.Event) -> None:
@@ -40,6 +50,8 @@ def _prune_forever(context: ServerContext, stop: threading.Event) -> None:
             log_event(logger, logging.INFO, "pruned idempotency keys", removed=removed)
             removed = prune_expired_uploads(context.store, context.blobs, context.settings)
             removed += prune_unused_files(context.store, context.blobs, context.settings)
+            live = unfinished_upload_ids(context.store)
+            removed += context.locks.prune(live, context.settings.clock() - _LOCK_FILE_GRACE_S)
             log_event(logger, logging.INFO, "pruned uploads and files", removed=removed)
             removed = prune_scope_entries(context.store)
             log_event(logger, logging.INFO, "pruned scope entries", removed=removed)
@@ -63,13 +75,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         limiter = RateLimiter(
             settings.rate_limit_burst, settings.rate_limit_per_second, settings.monotonic
         )
+    blobs = BlobStore(attachments_root(settings))
     context = ServerContext(
         settings=settings,
         store=store,
         limiter=limiter,
         metrics=Metrics(),
-        blobs=BlobStore(attachments_root(settings)),
+        blobs=blobs,
         hashes=RunningHashes(),
+        locks=upload_locks(store, blobs.root / "locks", settings.upload_lock_wait_seconds),
     )
 
     @asynccontextmanager
@@ -88,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             stop.set()
             pruner.join(timeout=10)
+            context.locks.close()
             context.store.close()
 
     app = FastAPI(

@@ -3,11 +3,14 @@
     fieldsync-server serve --db URL --host 127.0.0.1 --port 8750 [--workers 4]
                            [--rate-limit-scope auto|database|process] [--worker-search all|scope]
                            [--attachments-dir DIR] [--max-upload-mib 100]
+                           [--device-unfinished-mib 1024] [--user-stored-mib 20480]
+                           [--min-free-disk-mib 512]
     fieldsync-server add-device --name phone-1 --role worker [--user ana] [--team north]
                                                    # token on the last stdout line
     fieldsync-server set-device phone-1 --user ana --team south
     fieldsync-server revoke-device phone-1
-    fieldsync-server list-devices   # name, role, created, state, user, team, sees (tab-separated)
+    fieldsync-server list-devices   # name, role, created, state, user, team, sees,
+                                    # unfinished uploads, stored files (tab-separated)
     fieldsync-server prune-keys
     fieldsync-server add-user --name ana --role admin|dispatcher --password-stdin
     fieldsync-server set-user ana --password-stdin | remove-user ana | list-users
@@ -46,6 +49,7 @@ from server.listen import listening_socket, uvicorn_config
 from server.logs import configure_logging, log_event
 from server.settings import Settings, default_db_url
 from server.supervision import end_with_supervisor
+from server.uploads.budgets import DeviceUse, device_use, mib
 
 __all__ = ["main"]
 
@@ -116,6 +120,24 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=defaults.max_upload_bytes / _MIB,
         help="largest attachment accepted (tus Upload-Length)",
+    )
+    serve.add_argument(
+        "--device-unfinished-mib",
+        type=float,
+        default=defaults.device_unfinished_bytes / _MIB,
+        help="what one device's unfinished uploads may announce together (507 above it)",
+    )
+    serve.add_argument(
+        "--user-stored-mib",
+        type=float,
+        default=defaults.user_stored_bytes / _MIB,
+        help="what one user's stored files and unfinished uploads may reach (507 above it)",
+    )
+    serve.add_argument(
+        "--min-free-disk-mib",
+        type=float,
+        default=defaults.min_free_disk_bytes / _MIB,
+        help="uploads stop this short of a full disk (507), leaving room for edits",
     )
     serve.add_argument(
         "--attachment-types",
@@ -220,6 +242,9 @@ def _serve(args: argparse.Namespace, db_url: str) -> int:
         ),
         upload_expiry_seconds=args.upload_expiry_days * _DAY,
         console_secure_cookies=args.console_secure_cookies,
+        device_unfinished_bytes=int(args.device_unfinished_mib * _MIB),
+        user_stored_bytes=int(args.user_stored_mib * _MIB),
+        min_free_disk_bytes=int(args.min_free_disk_mib * _MIB),
     )
     # Create the schema once here, before any worker races another to it.
     open_store(db_url).close()
@@ -304,11 +329,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 1
             print(f"Revoked {args.name!r}.")
         elif args.command == "list-devices":
+            use = device_use(store)
             for device in list_devices(store):
                 state = f"revoked {device.revoked_at}" if device.revoked_at else "active"
+                held = use.get(device.name, DeviceUse())
                 print(
                     f"{device.name}\t{device.role}\t{device.created_at}\t{state}"
                     f"\t{device.user}\t{device.team}\t{_sees(device)}"
+                    f"\tuploading {mib(held.unfinished)}\tstored {mib(held.stored)}"
                 )
         elif args.command == "prune-keys":
             settings = dataclasses.replace(

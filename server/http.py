@@ -28,6 +28,7 @@ from server.metrics import Metrics
 from server.ratelimit import RateLimiter, SharedRateLimiter
 from server.settings import Settings
 from server.uploads.blobs import BlobStore, RunningHashes
+from server.uploads.locks import UploadLocks
 
 __all__ = [
     "Admin",
@@ -66,6 +67,7 @@ class ServerContext:
     metrics: Metrics
     blobs: BlobStore
     hashes: RunningHashes
+    locks: UploadLocks
 
 
 class ApiError(Exception):
@@ -155,6 +157,7 @@ class CorrelationMiddleware:
         cid = cid or uuid.uuid4().hex
         token = correlation_id.set(cid)
         state = scope.setdefault("state", {})
+        state["arrived_at"] = time.time()  # orders the requests on one upload (server/uploads/locks.py)
         started = time.perf_counter()
         status = 500
         limit = self._body_limit(scope["path"])

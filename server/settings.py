@@ -67,6 +67,15 @@ class Settings:
     #: The media types an attachment may have (`type/*` allows a whole family; 415 otherwise).
     attachment_content_types: tuple[str, ...] = ("image/*", "application/pdf", "audio/*",
                                                  "text/plain")  # fmt: skip
+    #: What one device's unfinished uploads may announce together (507 above it, 413 for a
+    #: single file larger than this), and what one user's stored files plus unfinished
+    #: uploads may reach (server/uploads/budgets.py).
+    device_unfinished_bytes: int = 1024 * 1024 * 1024
+    user_stored_bytes: int = 20 * 1024 * 1024 * 1024
+    #: Uploads stop this short of a full disk (507), so that edits always find room.
+    min_free_disk_bytes: int = 512 * 1024 * 1024
+    #: How long a request on an upload waits for the one before it to let go (423 after).
+    upload_lock_wait_seconds: float = 10.0
     #: An unfinished upload expires this long after its last chunk (`Upload-Expires`).
     upload_expiry_seconds: float = 7 * _DAY
     #: What a worker's search (`GET /v1/records?q=`) and single reads reach: "all" work

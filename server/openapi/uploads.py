@@ -44,6 +44,33 @@ class OffsetMismatch(BaseModel):
     error: Literal["offset_mismatch"]
 
 
+class OffsetMismatchOrInterrupted(BaseModel):
+    """409: `Upload-Offset` is not where the upload stands, or a later request on this upload
+    took it over while this body was silent (`upload_interrupted`: what arrived is kept); the
+    `Upload-Offset` header says where it stands."""
+
+    error: Literal["offset_mismatch", "upload_interrupted"]
+    detail: str | None = None
+
+
+class InsufficientStorage(BaseModel):
+    """507: no room for the file now: this device's unfinished uploads would pass its budget
+    (`upload_budget_exceeded`), the user's stored files theirs (`storage_budget_exceeded`),
+    or the disk would go below the floor kept free for edits (`insufficient_storage`). Retry
+    later; the device keeps the file. A file larger than a whole budget gets 413."""
+
+    error: Literal["upload_budget_exceeded", "storage_budget_exceeded", "insufficient_storage"]
+    detail: str
+
+
+class DiskAtFloor(BaseModel):
+    """507: the disk reached the floor kept free for edits; the bytes written before it are
+    kept (`Upload-Offset`). Retry later."""
+
+    error: Literal["insufficient_storage"]
+    detail: str
+
+
 class UploadComplete(BaseModel):
     """409: the upload is complete; it is an attachment now (remove that instead)."""
 
@@ -57,7 +84,7 @@ class UploadExpired(BaseModel):
 
 
 class UploadLocked(BaseModel):
-    """423: another request is writing this upload right now; retry shortly."""
+    """423: another request on this upload did not let go within the wait; retry shortly."""
 
     error: Literal["upload_locked"]
 
@@ -132,6 +159,7 @@ POST_RESPONSES: Responses = {
     **_one(UnsupportedMediaType, 415),
     **_one(UploadLocked, 423),
     **_one(ChecksumMismatch, 460),
+    **_one(InsufficientStorage, 507),
 }
 
 _STATE_ERRORS: Responses = {
@@ -148,10 +176,11 @@ PATCH_RESPONSES: Responses = {
     **_STATE_ERRORS,
     **error_responses(413),
     **_one(InvalidChecksum, 400),
-    **_one(OffsetMismatch, 409, headers={"Upload-Offset": _OFFSET}),
+    **_one(OffsetMismatchOrInterrupted, 409, headers={"Upload-Offset": _OFFSET}),
     **_one(UnsupportedMediaType, 415),
     **_one(UploadLocked, 423),
     **_one(ChecksumMismatch, 460),
+    **_one(DiskAtFloor, 507, headers={"Upload-Offset": _OFFSET}),
 }
 
 DELETE_RESPONSES: Responses = {
@@ -164,7 +193,8 @@ DELETE_RESPONSES: Responses = {
 #: A HEAD answer has no body, errors included.
 HEAD_RESPONSES: Responses = {
     200: {
-        "description": "Where the upload stands",
+        "description": "Where the upload stands (after a PATCH still being stored, a cut one,"
+        " has recorded what it received)",
         "headers": {
             **_TUS,
             "Upload-Offset": _OFFSET,
@@ -178,6 +208,7 @@ HEAD_RESPONSES: Responses = {
     410: {"description": "The unfinished upload expired and was removed"},
     412: {"description": "`Tus-Resumable` is missing or not 1.0.0"},
     422: {"description": "A header is not as documented"},
+    423: {"description": "A PATCH still being stored did not let go within the wait"},
     429: {"description": "Per-device rate limit"},
 }
 

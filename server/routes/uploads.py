@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import email.utils
 import hashlib
 import os
@@ -35,6 +36,7 @@ from server.openapi.uploads import (
     POST_RESPONSES,
 )
 from server.uploads.blobs import UploadBusy, file_sha256
+from server.uploads.budgets import free_disk_bytes, insufficient_storage
 from server.uploads.lifecycle import (
     complete_upload,
     create_or_resume,
@@ -43,6 +45,7 @@ from server.uploads.lifecycle import (
     parse_upload_request,
     terminate_upload,
 )
+from server.uploads.locks import HeldUpload, UploadLocked
 from server.wire import UrlInteger
 
 __all__ = ["TUS_EXTENSIONS", "TUS_VERSION", "router"]
@@ -68,6 +71,11 @@ TusResumable = Annotated[None, Depends(_tus_resumable)]
 def _context(request: Request) -> ServerContext:
     context: ServerContext = request.app.state.server
     return context
+
+
+def _arrived(request: Request) -> float:
+    """When the request arrived (a later request on an upload may take it over)."""
+    return float(getattr(request.state, "arrived_at", 0.0))
 
 
 def _http_date(epoch: float) -> str:
@@ -171,26 +179,106 @@ def _mismatch(detail: str) -> ApiError:
 async def _receive(
     request: Request, context: ServerContext, device_name: str, row: Upload, claimed: int
 ) -> Upload:
-    """Append the request body at `claimed` (the offset the client says it sends from)."""
+    """Append the request body at `claimed` (the offset the client says it sends from), under
+    the upload's lock; a wrong offset is refused before a byte of the body is read."""
     expected = _checksum(request.headers.get("upload-checksum"))
     declared = request.headers.get("content-length")
     try:
-        with context.blobs.writing(row.id) as fd:
-            current = await run_in_threadpool(find_upload, context.store, row.device_id, row.id)
-            if current is None:
-                raise ApiError(404, {"error": "not_found"})
-            if claimed != current.offset or current.complete:
-                raise ApiError(
-                    409, {"error": "offset_mismatch"}, {"Upload-Offset": str(current.offset)}
-                )
-            start = current.offset
-            if declared and declared.isdigit() and start + int(declared) > current.length:
-                raise ApiError(413, {"error": "payload_too_large", "detail": "past Upload-Length"})
-            return await _append(request, context, device_name, current, fd, start, expected)
-    except UploadBusy:
-        raise ApiError(423, {"error": "upload_locked"}) from None
+        async with context.locks.hold(row.id, _arrived(request)) as held:
+            with context.blobs.writing(row.id) as fd:
+                current = await run_in_threadpool(find_upload, context.store, row.device_id, row.id)
+                if current is None:
+                    raise ApiError(404, {"error": "not_found"}, _UNREAD)
+                if claimed != current.offset or current.complete:
+                    headers = {"Upload-Offset": str(current.offset), **_UNREAD}
+                    raise ApiError(409, {"error": "offset_mismatch"}, headers)
+                start = current.offset
+                if declared and declared.isdigit() and start + int(declared) > current.length:
+                    detail = "past Upload-Length"
+                    raise ApiError(413, {"error": "payload_too_large", "detail": detail}, _UNREAD)
+                room = free_disk_bytes(context.blobs.root) - context.settings.min_free_disk_bytes
+                if room < min(current.length - start, _ROOM_TO_START):
+                    error = insufficient_storage(context.settings)
+                    headers = {"Upload-Offset": str(start), **_UNREAD}
+                    raise ApiError(error.status, error.body, headers)
+                return await _append(request, context, device_name, current, fd, held, expected)
+    except (UploadBusy, UploadLocked):
+        raise ApiError(423, {"error": "upload_locked"}, _UNREAD) from None
     except FileNotFoundError:
         return await run_in_threadpool(_recover, context, device_name, row)
+
+
+#: A PATCH starts only if the disk has this much room above the floor (or the rest of the file).
+_ROOM_TO_START = 64 * 1024
+
+#: An answer given before the body was read ends the connection: the client then stops
+#: sending a body nobody reads (one waiting on `Expect: 100-continue` never sent it).
+_UNREAD = {"Connection": "close"}
+
+
+#: A body from which no byte came for this long, while a later request waits for its upload,
+#: is taken for the body of a connection that died: what came of it is stored.
+_STALLED_S = 0.25
+
+
+class _Received:
+    """How far a body got into the partial file (moves with each write, never ahead of it)."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.cut = False  # the client went away mid-body
+        self.interrupted = False  # another request asked for the upload
+        self.full = False  # the disk reached the floor kept for edits
+
+
+async def _pump(
+    request: Request, context: ServerContext, fd: int, row: Upload, start: int,
+    hashes: _BackgroundHashes, received: _Received,
+) -> None:  # fmt: skip
+    root, floor = context.blobs.root, context.settings.min_free_disk_bytes
+    try:
+        async for piece in request.stream():
+            if start + received.bytes + len(piece) > row.length:
+                os.ftruncate(fd, start)
+                raise ApiError(413, {"error": "payload_too_large", "detail": "past Upload-Length"})
+            room = free_disk_bytes(root) - floor
+            if room < len(piece):  # write up to the floor, keep that, and stop
+                received.full = True
+                piece = piece[: max(room, 0)]
+            _write_all(fd, piece)
+            received.bytes += len(piece)
+            await hashes.update(piece)
+            if received.full:
+                return
+    except ClientDisconnect:
+        received.cut = True
+
+
+async def _read_body(
+    request: Request, context: ServerContext, fd: int, row: Upload, start: int,
+    hashes: _BackgroundHashes, held: HeldUpload,
+) -> _Received:  # fmt: skip
+    """The body into the file until it ends, the client goes, or a later request asks for
+    the upload while no byte comes (tusd's release request: the client reconnected, and its
+    old connection, silent now, may never be seen to end)."""
+    received = _Received()
+    reading = asyncio.ensure_future(_pump(request, context, fd, row, start, hashes, received))
+    asked = asyncio.ensure_future(held.let_go.wait())
+    try:
+        await asyncio.wait({reading, asked}, return_when=asyncio.FIRST_COMPLETED)
+        while not reading.done():  # asked: go on only while bytes still come
+            before = received.bytes
+            await asyncio.wait({reading}, timeout=_STALLED_S)
+            if received.bytes == before:
+                break
+    finally:
+        asked.cancel()
+        if not reading.done():
+            received.interrupted = True
+            reading.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reading
+    return received
 
 
 async def _append(
@@ -199,35 +287,43 @@ async def _append(
     device_name: str,
     row: Upload,
     fd: int,
-    start: int,
+    held: HeldUpload,
     expected: bytes | None,
 ) -> Upload:
+    start = row.offset
     os.ftruncate(fd, start)  # bytes past the last acknowledged offset (a killed PATCH) go
     os.lseek(fd, start, os.SEEK_SET)
     chunk = hashlib.sha256() if expected is not None else None
     whole = context.hashes.resume(row.id, start)
     hashes = _BackgroundHashes([digest for digest in (chunk, whole) if digest is not None])
-    received = 0
-    cut = False
-    try:
-        async for piece in request.stream():
-            if start + received + len(piece) > row.length:
-                os.ftruncate(fd, start)
-                raise ApiError(413, {"error": "payload_too_large", "detail": "past Upload-Length"})
-            _write_all(fd, piece)
-            received += len(piece)
-            await hashes.update(piece)
-    except ClientDisconnect:
-        cut = True
-    await hashes.finish()
-    if chunk is not None and (cut or chunk.digest() != expected):
+    received = await _read_body(request, context, fd, row, start, hashes, held)
+    if received.interrupted:
+        # A cancelled hash hand-over may have missed a piece: neither digest can be trusted.
+        chunk = whole = None
+    else:
+        await hashes.finish()
+    if expected is not None and (
+        received.cut or received.interrupted or received.full
+        or chunk is None or chunk.digest() != expected
+    ):  # fmt: skip
         os.ftruncate(fd, start)
+        if received.interrupted:
+            raise _interrupted(row)
+        if received.full:
+            raise insufficient_storage(context.settings)
         raise _mismatch("the chunk does not match Upload-Checksum")
-    offset = start + received
+    offset = start + received.bytes
     if offset < row.length:
         await run_in_threadpool(_hold, fd, context, row, offset)
         if whole is not None:
             context.hashes.keep(row.id, offset, whole)
+        else:
+            context.hashes.forget(row.id)
+        if received.interrupted:
+            raise _interrupted(row)
+        if received.full:
+            error = insufficient_storage(context.settings)
+            raise ApiError(error.status, error.body, {"Upload-Offset": str(row.offset)})
         return row
     await run_in_threadpool(os.fsync, fd)
     context.hashes.forget(row.id)
@@ -242,6 +338,13 @@ async def _append(
         raise _mismatch("the file does not match its sha256; the upload starts again at 0")
     await run_in_threadpool(complete_upload, context.store, context.blobs, row, device_name)
     return row
+
+
+def _interrupted(row: Upload) -> ApiError:
+    """What a PATCH that let go of its upload answers (its client has most likely gone)."""
+    detail = "another request for this upload took over"
+    headers = {"Upload-Offset": str(row.offset)}
+    return ApiError(409, {"error": "upload_interrupted", "detail": detail}, headers)
 
 
 def _hold(fd: int, context: ServerContext, row: Upload, offset: int) -> None:
@@ -311,11 +414,19 @@ def _media(request: Request) -> str:
 
 
 @router.head("/uploads/{upload_id}", response_class=Response, responses=HEAD_RESPONSES)
-def upload_offset(
+async def upload_offset(
     request: Request, device: CurrentDevice, tus: TusResumable, upload_id: str
 ) -> Response:
-    """Where to resume: `Upload-Offset` of `Upload-Length` bytes."""
-    row = _own_upload(_context(request), device.id, upload_id)
+    """Where to resume: `Upload-Offset` of `Upload-Length` bytes, once a PATCH still being
+    stored (a cut one) has recorded what it received."""
+    context = _context(request)
+    row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
+    if not row.complete:
+        try:
+            async with context.locks.hold(row.id, _arrived(request)):
+                row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
+        except UploadLocked:
+            raise ApiError(423, {"error": "upload_locked"}) from None
     headers = {**_state_headers(row), "Upload-Length": str(row.length)}
     return Response(status_code=200, headers=headers)
 
@@ -342,20 +453,26 @@ async def append_chunk(
 
 @router.delete("/uploads/{upload_id}", status_code=204, response_class=Response,
                responses=DELETE_RESPONSES)  # fmt: skip
-def terminate(
+async def terminate(
     request: Request, device: CurrentDevice, tus: TusResumable, upload_id: str
 ) -> Response:
     """Give up an unfinished upload: its bytes are removed (a finished one is an attachment)."""
     context = _context(request)
-    row = _own_upload(context, device.id, upload_id)
+    row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
     try:
-        with context.blobs.writing(row.id):
-            removed = terminate_upload(context.store, context.blobs, row)
-    except UploadBusy:
+        async with context.locks.hold(row.id, _arrived(request)):
+            removed = await run_in_threadpool(_terminate_locked, context, row)
+    except (UploadBusy, UploadLocked):
         raise ApiError(423, {"error": "upload_locked"}) from None
-    except FileNotFoundError:
-        removed = terminate_upload(context.store, context.blobs, row)
     if not removed:
         raise ApiError(409, {"error": "upload_complete"})
     context.hashes.forget(row.id)
     return Response(status_code=204)
+
+
+def _terminate_locked(context: ServerContext, row: Upload) -> bool:
+    try:
+        with context.blobs.writing(row.id):
+            return terminate_upload(context.store, context.blobs, row)
+    except FileNotFoundError:
+        return terminate_upload(context.store, context.blobs, row)

@@ -25,6 +25,7 @@ from server.http import ApiError
 from server.records.mutations import now_iso
 from server.settings import Settings
 from server.uploads.blobs import BlobStore
+from server.uploads.budgets import check_new_upload
 from server.wire import wire_entity_id
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "prune_expired_uploads",
     "prune_unused_files",
     "terminate_upload",
+    "unfinished_upload_ids",
 ]
 
 #: The `Upload-Metadata` keys a Fieldsync upload carries, all required.
@@ -160,7 +162,6 @@ def create_or_resume(
     if order is None or order.deleted:
         raise ApiError(404, {"error": "not_found"})
     upload_id = secrets.token_hex(16)
-    blobs.create_partial(upload_id)
     values = {
         "id": upload_id,
         "device_id": device.id,
@@ -174,8 +175,14 @@ def create_or_resume(
         "expires_at": now + settings.upload_expiry_seconds,
         "complete": False,
     }
-    with store.db.atomic():
-        table.insert(**values).on_conflict_ignore().execute()
+    blobs.create_partial(upload_id)
+    try:
+        with store.db.atomic():  # on SQLite, the budgets' sums and the insert are one writer
+            check_new_upload(store, settings, blobs.root, device, request.length)
+            table.insert(**values).on_conflict_ignore().execute()
+    except ApiError:
+        blobs.remove_partial(upload_id)
+        raise
     row: Upload = table.get(table.attachment_id == request.attachment_id)
     if row.id != upload_id:  # a concurrent POST of the same attachment won
         blobs.remove_partial(upload_id)
@@ -240,6 +247,11 @@ def terminate_upload(store: Store, blobs: BlobStore, row: Upload) -> bool:
     return bool(removed)
 
 
+def unfinished_upload_ids(store: Store) -> set[str]:
+    table = store.tables.Upload
+    return {row.id for row in table.select(table.id).where(table.complete == False)}  # noqa: E712
+
+
 def prune_expired_uploads(store: Store, blobs: BlobStore, settings: Settings) -> int:
     """Remove unfinished uploads past their `Upload-Expires`; return how many."""
     table = store.tables.Upload
@@ -262,9 +274,9 @@ def prune_unused_files(store: Store, blobs: BlobStore, settings: Settings) -> in
     (a POST that died between the file and its row) once they are as old as an expired
     upload, and the content of removed attachments that no live attachment shares."""
     now = settings.clock()
-    uploads, attachments = store.tables.Upload, store.tables.Attachment
+    attachments = store.tables.Attachment
     removed = 0
-    known = {row.id for row in uploads.select(uploads.id).where(uploads.complete == False)}  # noqa: E712
+    known = unfinished_upload_ids(store)
     for path in blobs.partial_files():
         if path.name not in known and path.stat().st_mtime < now - settings.upload_expiry_seconds:
             blobs.remove_partial(path.name)
