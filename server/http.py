@@ -157,7 +157,9 @@ class CorrelationMiddleware:
         cid = cid or uuid.uuid4().hex
         token = correlation_id.set(cid)
         state = scope.setdefault("state", {})
-        state["arrived_at"] = time.time()  # orders the requests on one upload (server/uploads/locks.py)
+        state["arrived_at"] = (
+            time.time()
+        )  # orders the requests on one upload (server/uploads/locks.py)
         started = time.perf_counter()
         status = 500
         limit = self._body_limit(scope["path"])
