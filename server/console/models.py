@@ -1,4 +1,4 @@
-"""The console's own tables: office users, their sessions, failed sign-ins."""
+"""The console's own tables: office users, their sessions, failed sign-ins, its audit log."""
 
 from __future__ import annotations
 
@@ -48,11 +48,26 @@ class SignInFailure(_Base):
     at = pw.DoubleField(index=True)
 
 
+class ConsoleAudit(_Base):
+    """Append-only: what an office user did in the console (devices, work orders)."""
+
+    id = pw.AutoField()
+    at = pw.DoubleField(index=True)
+    actor = pw.CharField(max_length=100, index=True)
+    #: e.g. `device.add`, `device.revoke`, `work_order.reassign`.
+    action = pw.CharField(max_length=40, index=True)
+    #: The device's name or the work order's id.
+    subject = pw.CharField(max_length=200, index=True)
+    #: JSON: what changed (never a token).
+    detail = pw.TextField(default="{}")
+
+
 @dataclass(frozen=True)
 class ConsoleTables:
     User: type[ConsoleUser]
     Session: type[ConsoleSession]
     SignInFailure: type[SignInFailure]
+    Audit: type[ConsoleAudit]
 
 
 def console_tables(store: Store) -> ConsoleTables:
@@ -61,7 +76,10 @@ def console_tables(store: Store) -> ConsoleTables:
         User=_bound(ConsoleUser, store.db),
         Session=_bound(ConsoleSession, store.db),
         SignInFailure=_bound(SignInFailure, store.db),
+        Audit=_bound(ConsoleAudit, store.db),
     )
     with store.db.connection_context(), store.db.atomic():
-        store.db.create_tables([tables.User, tables.Session, tables.SignInFailure], safe=True)
+        store.db.create_tables(
+            [tables.User, tables.Session, tables.SignInFailure, tables.Audit], safe=True
+        )
     return tables
