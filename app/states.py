@@ -21,6 +21,7 @@ __all__ = [
     "JobStatus",
     "Reason",
     "ReplyKind",
+    "attachment_state",
     "job_state",
 ]
 
@@ -180,3 +181,18 @@ class AttachmentState(enum.StrEnum):
     UPLOADING = "uploading"
     UPLOADED = "uploaded"
     FAILED = "failed"
+
+
+def attachment_state(
+    *, mine: bool, confirmed: bool, job_status: str | None, upload_url: str | None, offset: int
+) -> AttachmentState:
+    """Where an attachment is, from its row and its upload job (pure): the one derivation,
+    for its tile, its work order's counts and `fieldsync status`."""
+    if confirmed or not mine:
+        return AttachmentState.UPLOADED
+    if job_status in (JobStatus.DEAD, JobStatus.CONFLICT, JobStatus.DONE):
+        # Done yet not confirmed: given up (a failed upload discarded) before it was removed.
+        return AttachmentState.FAILED
+    if upload_url is not None or offset > 0 or job_status == JobStatus.LEASED:
+        return AttachmentState.UPLOADING
+    return AttachmentState.WAITING

@@ -15,17 +15,10 @@ import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from app.attachments import rows
+
 __all__ = ["apply_feed_attachments", "feed_attachment_problem"]
 
-_UPSERT = (
-    "INSERT INTO attachments (id, entity_id, filename, content_type, size, sha256, mine, "
-    "created_at, created_by, confirmed_at, stored) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, 0) "
-    "ON CONFLICT (id) DO UPDATE SET confirmed_at = COALESCE(confirmed_at, excluded.confirmed_at), "
-    "upload_offset = size, created_by = COALESCE(created_by, excluded.created_by)"
-)
-# The thumbnail stays counted until `app.attachments.retention.forget_departed` deletes its
-# file after the page's transaction (the bytes never go inside one).
-_TOMBSTONE = "UPDATE attachments SET removed_at = COALESCE(removed_at, ?), stored = 0 WHERE id = ?"
 _REQUIRED: tuple[tuple[str, type], ...] = (
     ("id", str),
     ("filename", str),
@@ -91,8 +84,8 @@ def apply_feed_attachments(
             removed.append((now, item["id"]))
         else:
             upserts.append(_row(item, entity_id, now))
-    if upserts:
-        conn.executemany(_UPSERT, upserts)
-    if removed:
-        conn.executemany(_TOMBSTONE, removed)
+    rows.from_feed(conn, upserts)
+    # The thumbnail stays counted until `app.attachments.retention.forget_departed` deletes
+    # its file after the page's transaction (the bytes never go inside one).
+    rows.tombstone(conn, removed)
     return touched

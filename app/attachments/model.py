@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.states import AttachmentState, Reason
+from app.states import AttachmentState, Reason, attachment_state
 from app.store.errors import StoreError
 
 __all__ = [
@@ -114,17 +114,3 @@ def in_mib(size: int) -> str:
 def entity_key_of(attachment_id: str) -> str:
     """The queue's entity of an attachment's jobs: its upload and its removal, in order."""
     return f"attachment:{attachment_id}"
-
-
-def attachment_state(
-    *, mine: bool, confirmed: bool, job_status: str | None, upload_url: str | None, offset: int
-) -> AttachmentState:
-    """Where an attachment is, from its row and its upload job (pure)."""
-    if confirmed or not mine:
-        return AttachmentState.UPLOADED
-    if job_status in ("dead", "conflict", "done"):
-        # Done yet not confirmed: given up (a failed upload discarded) before it was removed.
-        return AttachmentState.FAILED
-    if upload_url is not None or offset > 0 or job_status == "leased":
-        return AttachmentState.UPLOADING
-    return AttachmentState.WAITING

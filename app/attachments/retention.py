@@ -9,10 +9,10 @@ many attachments share it.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass
 
+from app.attachments import rows as rows_
 from app.attachments.files import AttachmentFiles
 from app.attachments.model import AttachmentConfig, StorageBudgetFull
 from app.store.db import WriteTransaction, connection
@@ -76,17 +76,8 @@ def forget_departed(store: Store, files: AttachmentFiles) -> int:
     for sha in sorted({sha for _, sha, stored, _, left in rows if stored and left}):
         files.remove_unnamed(sha, kept)
     with WriteTransaction(store.db, store.path) as conn:
-        conn.execute(
-            "UPDATE attachments SET thumbnail_size = NULL, thumbnail_used_at = NULL "
-            "WHERE removed_at IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
-            (json.dumps([row[0] for row in rows]),),
-        )
-        conn.execute(
-            "DELETE FROM attachments AS a WHERE a.id IN (SELECT value FROM json_each(?)) "
-            "AND NOT EXISTS (SELECT 1 FROM work_orders AS w WHERE w.id = a.entity_id) "
-            f"AND NOT {FILE_UNSENT}",
-            (json.dumps(gone),),
-        )
+        rows_.drop_thumbnails_of_removed(conn, [row[0] for row in rows])
+        rows_.delete_departed(conn, gone)
     return len(rows)
 
 
@@ -175,7 +166,7 @@ class Retention:
         # The row first: a crash between the two leaves an unnamed file, which the sweep
         # removes, never a row naming bytes that are gone.
         with WriteTransaction(self.store.db, self.store.path) as conn:
-            conn.execute("UPDATE attachments SET stored = 0 WHERE sha256 = ?", (sha256,))
+            rows_.unstore(conn, sha256)
         self.files.remove_unnamed(sha256, self._named)  # an attach may bring it back
 
     def _evict_thumbnails(self, excess: int) -> int:
@@ -188,11 +179,7 @@ class Retention:
             if freed >= excess:
                 break
             with WriteTransaction(self.store.db, self.store.path) as conn:
-                conn.execute(
-                    "UPDATE attachments SET thumbnail_size = NULL, thumbnail_used_at = NULL "
-                    "WHERE id = ?",
-                    (attachment_id,),
-                )
+                rows_.drop_thumbnail(conn, attachment_id)
             self.files.remove_thumbnail(attachment_id)
             freed += int(size)
         return freed

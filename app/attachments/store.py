@@ -14,10 +14,12 @@ import mimetypes
 import sqlite3
 import unicodedata
 import uuid
+from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from app.attachments import rows
 from app.attachments.files import AttachmentFiles, StoredFile
 from app.attachments.model import (
     AttachmentConfig,
@@ -46,9 +48,6 @@ _COLUMNS = (
     "j.last_error, (SELECT t.reason_code FROM attempts AS t WHERE t.job_id = j.id "
     "ORDER BY t.id DESC LIMIT 1)"
 )
-#: An unsent attachment whose upload failed for good (its job dead or held), as the view says.
-_FAILED = "(a.mine AND a.confirmed_at IS NULL AND j.status IN ('dead', 'conflict', 'done'))"
-
 _SELECT = (
     f"SELECT {_COLUMNS} FROM attachments AS a "
     # The upload job carries the attachment's id as its idempotency key (a unique index).
@@ -117,18 +116,15 @@ class Attachments:
     ) -> None:
         """The attachment's row and its upload job, in one transaction."""
         with WriteTransaction(self.store.db, self.store.path) as conn:
-            conn.execute(
-                "INSERT INTO attachments (id, entity_id, filename, content_type, size, "
-                "sha256, mine, created_at, stored) VALUES (?, ?, ?, ?, ?, ?, 1, ?, 1)",
-                (
-                    attachment_id,
-                    entity_id,
-                    name,
-                    content_type_of(name),
-                    stored.size,
-                    stored.sha256,
-                    now,
-                ),
+            rows.insert_mine(
+                conn,
+                attachment_id,
+                entity_id,
+                name,
+                content_type_of(name),
+                stored.size,
+                stored.sha256,
+                now,
             )
             self.store.queue.enqueue(
                 TOPIC_ATTACHMENTS,
@@ -149,10 +145,7 @@ class Attachments:
             view = self._get(conn, attachment_id)
             if view is None:
                 raise InvalidEditError(f"No attachment {attachment_id} on this device")
-            conn.execute(
-                "UPDATE attachments SET removed_at = ?, stored = 0 WHERE id = ?",
-                (now, attachment_id),
-            )
+            rows.mark_removed(conn, attachment_id, now)
             held = conn.execute(
                 "SELECT id FROM jobs WHERE idempotency_key = ? AND status IN ('dead', 'conflict')",
                 (attachment_id,),
@@ -206,28 +199,36 @@ class Attachments:
         """How many attachments each work order has, and how many wait to be uploaded."""
         ids = sorted(set(entity_ids))
         counts: dict[str, AttachmentCounts] = {}
+        # Each attachment's state, as its tile shows it (`app.states.attachment_state`).
+        tally: dict[str, list[tuple[AttachmentState, bool]]] = defaultdict(list)
         with storage_errors(self.store.path):
             conn = connection(self.store.db)
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
                 rows = conn.execute(
-                    "SELECT a.entity_id, COUNT(*), SUM(a.mine AND a.confirmed_at IS NULL), "
-                    "SUM(a.mine AND a.confirmed_at IS NULL AND a.content_type LIKE 'image/%'), "
-                    f"SUM({_FAILED}), SUM({_FAILED} AND a.content_type LIKE 'image/%') "
+                    "SELECT a.entity_id, a.mine, a.confirmed_at IS NOT NULL, j.status, "
+                    "a.upload_url, a.upload_offset, a.content_type LIKE 'image/%' "
                     "FROM attachments AS a "
                     "LEFT JOIN jobs AS j ON j.idempotency_key = a.id AND j.topic = 'attachments' "
                     "WHERE a.removed_at IS NULL AND a.entity_id IN "
-                    f"({', '.join('?' for _ in chunk)}) GROUP BY a.entity_id",
+                    f"({', '.join('?' for _ in chunk)})",
                     chunk,
                 )
-                for entity_id, total, waiting, images, failed, failed_images in rows:
-                    counts[entity_id] = AttachmentCounts(
-                        int(total),
-                        int(waiting or 0),
-                        int(images or 0),
-                        int(failed or 0),
-                        int(failed_images or 0),
+                for entity_id, mine, confirmed, job_status, url, offset, image in rows:
+                    state = attachment_state(
+                        mine=bool(mine),
+                        confirmed=bool(confirmed),
+                        job_status=job_status,
+                        upload_url=url,
+                        offset=int(offset),
                     )
+                    tally[entity_id].append((state, bool(image)))
+        for entity_id, states in tally.items():
+            waiting = [image for state, image in states if state is not AttachmentState.UPLOADED]
+            failed = [image for state, image in states if state is AttachmentState.FAILED]
+            counts[entity_id] = AttachmentCounts(
+                len(states), len(waiting), sum(waiting), len(failed), sum(failed)
+            )
         return counts
 
     def local_file(self, attachment_id: str) -> Path | None:

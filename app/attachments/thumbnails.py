@@ -12,6 +12,7 @@ import os
 import uuid
 from pathlib import Path
 
+from app.attachments import rows
 from app.attachments.files import AttachmentFiles
 from app.attachments.model import StorageBudgetFull
 from app.attachments.retention import Retention
@@ -43,10 +44,7 @@ class Thumbnails:
         if row is None or row[0] is None or not path.exists():
             return None
         with WriteTransaction(self.store.db, self.store.path) as conn:
-            conn.execute(
-                "UPDATE attachments SET thumbnail_used_at = ? WHERE id = ?",
-                (self.store.clock(), attachment_id),
-            )
+            rows.touch_thumbnail(conn, attachment_id, self.store.clock())
         return path
 
     def keep(self, attachment_id: str, image: bytes) -> Path | None:
@@ -66,11 +64,7 @@ class Thumbnails:
             with contextlib.suppress(FileNotFoundError):
                 part.unlink()
         with WriteTransaction(self.store.db, self.store.path) as conn:
-            kept = conn.execute(
-                "UPDATE attachments SET thumbnail_size = ?, thumbnail_used_at = ? "
-                "WHERE id = ? AND removed_at IS NULL",
-                (len(image), self.store.clock(), attachment_id),
-            ).rowcount
+            kept = rows.keep_thumbnail(conn, attachment_id, len(image), self.store.clock())
         if not kept:
             path.unlink(missing_ok=True)
             return None

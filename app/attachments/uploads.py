@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.attachments import rows
 from app.attachments.files import AttachmentFiles
 from app.attachments.retention import forget_departed
 from app.states import JobStatus
@@ -74,23 +75,19 @@ class UploadLedger:
         offset (or no URL), and the uploader asks the server's offset (``HEAD``) after a
         restart, or finds the same upload again by its attachment id (``POST``)."""
         with self.store.queue.unsynced(), WriteTransaction(self.store.db, self.store.path) as conn:
-            conn.execute(_SET_UPLOAD, (url, offset, job.payload["attachment_id"]))
+            rows.set_upload(conn, str(job.payload["attachment_id"]), url, offset)
             return self.store.queue.progress(job)
 
     def noted(self, attachment_id: str, url: str | None, offset: int) -> None:
         """Keep what the server said about an upload that did not move on (a failure)."""
         with WriteTransaction(self.store.db, self.store.path) as conn:
-            conn.execute(_SET_UPLOAD, (url, offset, attachment_id))
+            rows.set_upload(conn, attachment_id, url, offset)
 
     def confirmed(self, job: ClaimedJob, http_status: int | None) -> bool:
         """The server holds the whole file and it matched its sha256: uploaded."""
         now = self.store.clock()
         with WriteTransaction(self.store.db, self.store.path) as conn:
-            conn.execute(
-                "UPDATE attachments SET upload_offset = size, "
-                "confirmed_at = COALESCE(confirmed_at, ?) WHERE id = ?",
-                (now, job.payload["attachment_id"]),
-            )
+            rows.confirm(conn, str(job.payload["attachment_id"]), now)
             acked = self.store.queue.ack(job, Outcome(http_status=http_status))
             departed = remove_departed(conn)  # it left the scope and waited for this file
         if departed:
@@ -114,6 +111,3 @@ class UploadLedger:
         self, job: ClaimedJob, outcome: Outcome, retry_after: float | None = None
     ) -> JobStatus | Stale:
         return self.store.queue.retry(job, outcome, retry_after=retry_after)
-
-
-_SET_UPLOAD = "UPDATE attachments SET upload_url = ?, upload_offset = ? WHERE id = ?"

@@ -9,12 +9,12 @@ from typing import Any
 
 import peewee as pw
 
-from app.states import JobStatus
+from app.states import AttachmentState, JobStatus, attachment_state
 from app.store.db import connection
 from app.store.drafts import count_drafts
 from app.store.models import JOB_STATUSES
 
-__all__ = ["ATTEMPT_BUCKETS", "queue_stats"]
+__all__ = ["ATTEMPT_BUCKETS", "queue_stats", "upload_figures"]
 
 #: Attempt histogram buckets: label -> inclusive range of attempt_count.
 ATTEMPT_BUCKETS: tuple[tuple[str, int, int], ...] = (
@@ -77,21 +77,25 @@ def _cache(conn: Any, now: float) -> dict[str, Any]:
     }
 
 
-#: An upload that will not go on by itself (`app.attachments.model.attachment_state`).
-_GIVEN_UP = "COALESCE(j.status IN ('dead', 'conflict', 'done'), 0)"
-
-
-def _uploads(conn: Any) -> dict[str, int]:
+def upload_figures(conn: Any) -> dict[str, int]:
     """Attachments of this device not yet confirmed by the server: waiting (or under way),
-    failed (dead, held, or given up and not yet removed: as the attachment's state says),
-    and the bytes still to send."""
-    waiting, failed, remaining = conn.execute(
-        f"SELECT COALESCE(SUM(NOT {_GIVEN_UP}), 0), COALESCE(SUM({_GIVEN_UP}), 0), "
-        f"COALESCE(SUM(CASE WHEN NOT {_GIVEN_UP} THEN a.size - a.upload_offset END), 0) "
+    failed (dead, held, or given up and not yet removed), and the bytes still to send; each
+    by its state (`app.states.attachment_state`), as its tile shows it."""
+    waiting = failed = remaining = 0
+    for size, offset, url, job_status in conn.execute(
+        "SELECT a.size, a.upload_offset, a.upload_url, j.status "
         "FROM attachments AS a LEFT JOIN jobs AS j ON j.idempotency_key = a.id "
         "WHERE a.mine = 1 AND a.confirmed_at IS NULL AND a.removed_at IS NULL"
-    ).fetchone()
-    return {"waiting": int(waiting), "failed": int(failed), "bytes_waiting": int(remaining)}
+    ):
+        state = attachment_state(
+            mine=True, confirmed=False, job_status=job_status, upload_url=url, offset=offset
+        )
+        if state is AttachmentState.FAILED:
+            failed += 1
+        else:
+            waiting += 1
+            remaining += int(size) - int(offset)
+    return {"waiting": waiting, "failed": failed, "bytes_waiting": remaining}
 
 
 def queue_stats(db: pw.SqliteDatabase, path: Path, now: float | None = None) -> dict[str, Any]:
@@ -117,7 +121,7 @@ def queue_stats(db: pw.SqliteDatabase, path: Path, now: float | None = None) -> 
     return {
         **_delivery(counters),
         "cache": _cache(conn, now),
-        "uploads": _uploads(conn),
+        "uploads": upload_figures(conn),
         # Typing kept on the device, never sent (`app.store.drafts`).
         "drafts": count_drafts(conn),
         "queue_depth": depth,

@@ -13,7 +13,7 @@ from typing import Any
 
 from app.store.db import connection
 from app.store.deadletters import list_dead
-from app.store.stats import outstanding_depth
+from app.store.stats import outstanding_depth, upload_figures
 from app.store.store import Store
 
 __all__ = ["STATUS_HEADER", "device_report", "encode_report"]
@@ -33,17 +33,8 @@ def app_version() -> str:
 
 
 def _uploads_waiting(store: Store) -> int:
-    row = (
-        connection(store.db)
-        .execute(
-            "SELECT COUNT(*) FROM attachments AS a "
-            "LEFT JOIN jobs AS j ON j.idempotency_key = a.id "
-            "WHERE a.mine = 1 AND a.confirmed_at IS NULL AND a.removed_at IS NULL "
-            "AND NOT COALESCE(j.status IN ('dead', 'conflict', 'done'), 0)"
-        )
-        .fetchone()
-    )
-    return int(row[0])
+    """Unsent files that will still go (not failed), as `fieldsync status` counts them."""
+    return upload_figures(connection(store.db))["waiting"]
 
 
 def device_report(store: Store) -> dict[str, Any]:
