@@ -9,18 +9,26 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import PlainTextResponse, Response
 
 from server.console.mount import mount_console
 from server.db.idempotency import abandon_claims, prune_expired
 from server.db.store import open_store
-from server.http import Admin, CorrelationMiddleware, ServerContext, install_error_handlers
+from server.http import CorrelationMiddleware, ServerContext, install_error_handlers
 from server.logs import log_event
 from server.metrics import Metrics
-from server.openapi.answers import error_responses
 from server.openapi.inputs import exact_document
 from server.ratelimit import RateLimiter, SharedRateLimiter
-from server.routes import attachments, changes, conflicts, mutations, scope, uploads
+from server.routes import (
+    attachments,
+    changes,
+    conflicts,
+    health,
+    me,
+    mutations,
+    pins,
+    search,
+    uploads,
+)
 from server.scope.prune import prune_scope_entries
 from server.settings import Settings
 from server.uploads.blobs import BlobStore, RunningHashes, attachments_root
@@ -34,8 +42,6 @@ from server.uploads.locks import upload_locks
 __all__ = ["create_app"]
 
 logger = logging.getLogger(__name__)
-
-_PROMETHEUS_TEXT = "text/plain; version=0.0.4"
 
 
 #: A lock file outlives its upload this long before it is removed (a request may still be
@@ -116,32 +122,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CorrelationMiddleware, settings=settings)
     app.include_router(mutations.router)
     app.include_router(changes.router)
-    app.include_router(scope.router)
+    app.include_router(me.router)
+    app.include_router(search.router)
+    app.include_router(pins.router)
     app.include_router(conflicts.router)
     app.include_router(uploads.router)
     app.include_router(attachments.router)
     mount_console(app, settings, store)
-
-    @app.get("/healthz", tags=["operations"])
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.get(
-        "/metrics",
-        tags=["operations"],
-        # A bare Response class keeps FastAPI from documenting a 200 body of its own, and lets
-        # the JSON error bodies be documented as JSON rather than as the text/plain of a 200.
-        response_class=Response,
-        responses={
-            200: {
-                "description": "Prometheus text exposition format",
-                "content": {_PROMETHEUS_TEXT: {"schema": {"type": "string"}}},
-            },
-            **error_responses(401, 403, 429, invalid=None),
-        },
-    )
-    def metrics(admin: Admin) -> PlainTextResponse:
-        return PlainTextResponse(context.metrics.render(), media_type=_PROMETHEUS_TEXT)
+    app.include_router(health.router)
 
     generated_openapi = app.openapi
     exact: dict[str, Any] = {}

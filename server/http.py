@@ -33,6 +33,7 @@ from server.uploads.locks import UploadLocks
 __all__ = [
     "Admin",
     "ApiError",
+    "Context",
     "CorrelationMiddleware",
     "CurrentDevice",
     "IdempotencyKeyHeader",
@@ -233,6 +234,7 @@ _bearer = HTTPBearer(auto_error=False)
 
 
 async def _context(request: Request) -> ServerContext:
+    """The server's `ServerContext`: every route takes it as `context: Context`."""
     context: ServerContext = request.app.state.server
     return context
 

@@ -27,7 +27,7 @@ from server.console.audit_log import note
 from server.console.render import page
 from server.console.sessions import AdminUser, Visit, checked_form, console_state
 from server.console.users import list_users
-from server.routes.scope import device_scope
+from server.scope.reads import device_scope
 
 __all__ = ["router", "sign_in_link"]
 

@@ -66,7 +66,7 @@ def decimal_at_most(limit: int) -> str:
 #: server.routes.changes: a change token is a sequence number, 0 to BIGINT_MAX, or empty for 0.
 SINCE_PATTERN = decimal_at_most(BIGINT_MAX)
 
-#: server.routes.scope: a search cursor is a work order id (or empty: the first page).
+#: server.routes.search: a search cursor is a work order id (or empty: the first page).
 _CURSOR_PATTERN = "^(?:|" + ENTITY_ID_PATTERN.removeprefix("^").removesuffix("$") + ")$"
 
 _ENTITY_ID = {

@@ -14,18 +14,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
 
 from server.db.models import BIGINT_MAX
 from server.device_status import STATUS_DESCRIPTION, STATUS_HEADER, note_pull
-from server.http import ApiError, CurrentDevice, ServerContext
+from server.http import ApiError, Context, CurrentDevice
 from server.openapi.answers import ChangesPage, RecordRead, error_responses
 from server.records.mutations import record_json
-from server.routes.attachments import attachments_of, etag_matches, with_attachments
-from server.routes.scope import device_scope, may_read
+from server.routes.attachments import etag_matches
 from server.scope.feed import feed_page
 from server.scope.prune import note_feed_position
+from server.scope.reads import device_scope, may_read
+from server.uploads.attachments import attachments_of, with_attachments
 from server.wire import UrlInteger, wire_entity_id
 
 __all__ = ["router"]
@@ -52,7 +53,7 @@ def _parse_since(since: str | None) -> int:
     responses={200: {"model": ChangesPage}, **error_responses(401, 429)},
 )
 def get_changes(
-    request: Request,
+    context: Context,
     device: CurrentDevice,
     since: Annotated[str | None, Query(description="`next` of the previous page")] = None,
     limit: Annotated[int | None, Query(ge=1), UrlInteger] = None,
@@ -62,7 +63,6 @@ def get_changes(
 ) -> dict[str, Any]:
     """Records changed after `since` in the device's scope, oldest change first; a work order
     that left the scope comes once as `{"id": …, "out_of_scope": true}`."""
-    context: ServerContext = request.app.state.server
     after = _parse_since(since)
     settings = context.settings
     page_size = min(limit or settings.changes_default_limit, settings.changes_max_limit)
@@ -83,19 +83,18 @@ def get_changes(
     },
 )
 def get_record(
-    request: Request,
+    context: Context,
     device: CurrentDevice,
     entity_id: str,
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
 ) -> Response:
     """One work order (tombstones included) with `ETag: "<version>"`."""
-    context: ServerContext = request.app.state.server
     canonical = wire_entity_id(entity_id)
     if canonical is None:
         raise ApiError(404, {"error": "not_found"})
     table = context.store.tables.WorkOrder
     row = table.get_or_none(table.id == canonical)
-    if row is None or not may_read(context, device, row):
+    if row is None or not may_read(context.store, context.settings, device, row):
         raise ApiError(404, {"error": "not_found"})
     etag = f'"{row.version}"'
     if etag_matches(if_none_match, etag):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -15,9 +15,9 @@ from server.db.store import ChangeSequence
 from server.http import (
     Admin,
     ApiError,
+    Context,
     CurrentDevice,
     IdempotencyKeyHeader,
-    ServerContext,
     reply_response,
 )
 from server.openapi.answers import (
@@ -75,11 +75,6 @@ def _patch(fields: dict[str, Any]) -> dict[str, Any]:
         raise ApiError(422, {"error": "invalid_payload", "detail": detail}) from None
 
 
-def _context(request: Request) -> ServerContext:
-    context: ServerContext = request.app.state.server
-    return context
-
-
 @router.post(
     "",
     status_code=201,
@@ -98,13 +93,12 @@ def _context(request: Request) -> ServerContext:
     },
 )
 def post_conflict(
-    request: Request,
+    context: Context,
     device: CurrentDevice,
     idempotency_key: IdempotencyKeyHeader,
     body: RaiseConflict,
 ) -> JSONResponse:
     """Send a change for an admin's review instead of overwriting or dropping it."""
-    context = _context(request)
     entity_id = wire_entity_id(body.entity_id)
     if entity_id is None:
         raise ApiError(422, {"error": "invalid_payload", "detail": "entity_id"})
@@ -132,12 +126,11 @@ def post_conflict(
     responses={200: {"model": ConflictList}, **error_responses(401, 429)},
 )
 def list_conflicts(
-    request: Request,
+    context: Context,
     device: CurrentDevice,
     status: Annotated[str | None, Query(description="open, resolved or dismissed")] = None,
 ) -> dict[str, Any]:
     """An admin sees every device's conflicts, a worker only its own."""
-    context = _context(request)
     if status is not None and status not in STATUSES:
         raise ApiError(422, {"error": "invalid_payload", "detail": f"status: one of {STATUSES}"})
     table = context.store.tables.Conflict
@@ -155,10 +148,9 @@ def list_conflicts(
     responses={200: {"model": ConflictReply}, **error_responses(401, 404, 429)},
 )
 def get_conflict(
-    request: Request, device: CurrentDevice, conflict_id: ConflictId
+    context: Context, device: CurrentDevice, conflict_id: ConflictId
 ) -> dict[str, Any]:
     """One conflict with its audit trail (404 for another worker's)."""
-    context = _context(request)
     row = load_visible(context.store, device, conflict_id)
     if row is None:
         raise ApiError(404, {"error": "not_found"})
@@ -181,10 +173,9 @@ def get_conflict(
     },
 )
 def resolve_conflict(
-    request: Request, admin: Admin, conflict_id: ConflictId, body: Resolution
+    context: Context, admin: Admin, conflict_id: ConflictId, body: Resolution
 ) -> JSONResponse:
     """Apply the merged fields as a normal change; 409 if the record moved meanwhile."""
-    context = _context(request)
     fields = _patch(body.fields)
     reply = decide(context.store, admin, conflict_id, fields, body.base_version)
     return reply_response(reply)
@@ -197,7 +188,6 @@ def resolve_conflict(
         **error_responses(401, 403, 404, 413, 429, conflict=(ConflictNotOpen,)),
     },
 )
-def dismiss_conflict(request: Request, admin: Admin, conflict_id: ConflictId) -> JSONResponse:
+def dismiss_conflict(context: Context, admin: Admin, conflict_id: ConflictId) -> JSONResponse:
     """Close the conflict; the server's version stands."""
-    context = _context(request)
     return reply_response(decide(context.store, admin, conflict_id, None, None))

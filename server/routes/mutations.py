@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import APIRouter, Body, Request
+from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -15,6 +15,7 @@ from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, req
 from server.db.store import ChangeSequence
 from server.http import (
     ApiError,
+    Context,
     CurrentDevice,
     IdempotencyKeyHeader,
     ServerContext,
@@ -110,13 +111,12 @@ def _invalid(detail: Any) -> Reply:
     },
 )
 def post_mutation(
-    request: Request,
+    context: Context,
     device: CurrentDevice,
     idempotency_key: IdempotencyKeyHeader,
     mutation: Mutation = Body(...),  # noqa: B008 - FastAPI's declaration style
 ) -> JSONResponse:
     """Apply one mutation at most once per (device, Idempotency-Key)."""
-    context: ServerContext = request.app.state.server
     try:
         valid = validate_mutation(mutation.model_dump())
     except InvalidMutation as error:
@@ -140,9 +140,8 @@ def post_mutation(
         **error_responses(401, 413, 429, bad_request=(UnreadableBody,)),
     },
 )
-def post_batch(request: Request, device: CurrentDevice, batch: BatchRequest) -> JSONResponse:
+def post_batch(context: Context, device: CurrentDevice, batch: BatchRequest) -> JSONResponse:
     """Up to 500 mutations in one request; each item has the single endpoint's semantics."""
-    context: ServerContext = request.app.state.server
     if len(batch.mutations) > context.settings.max_batch_items:
         limit = context.settings.max_batch_items
         raise ApiError(422, {"error": "invalid_payload", "detail": f"at most {limit} mutations"})

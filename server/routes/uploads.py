@@ -19,7 +19,7 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from server.db.models import BIGINT_MAX, Upload
-from server.http import ApiError, CurrentDevice, ServerContext
+from server.http import ApiError, Context, CurrentDevice, ServerContext
 from server.openapi.uploads import (
     DELETE_RESPONSES,
     HEAD_RESPONSES,
@@ -59,11 +59,6 @@ def _tus_resumable(
 TusResumable = Annotated[None, Depends(_tus_resumable)]
 
 
-def _context(request: Request) -> ServerContext:
-    context: ServerContext = request.app.state.server
-    return context
-
-
 def _http_date(epoch: float) -> str:
     return email.utils.formatdate(epoch, usegmt=True)
 
@@ -87,9 +82,9 @@ def _own_upload(context: ServerContext, device_id: int, upload_id: str) -> Uploa
 
 
 @router.options("/uploads", status_code=204, response_class=Response, responses=OPTIONS_RESPONSES)
-def upload_options(request: Request) -> Response:
+def upload_options(context: Context) -> Response:
     """What this tus server supports (no authentication needed)."""
-    settings = _context(request).settings
+    settings = context.settings
     return Response(
         status_code=204,
         headers={
@@ -105,13 +100,13 @@ def upload_options(request: Request) -> Response:
 @router.post("/uploads", status_code=201, response_class=Response, responses=POST_RESPONSES)
 async def create_upload(
     request: Request,
+    context: Context,
     device: CurrentDevice,
     tus: TusResumable,
     upload_length: Annotated[str | None, Header(alias="Upload-Length")] = None,
     upload_metadata: Annotated[str | None, Header(alias="Upload-Metadata")] = None,
 ) -> Response:
     """Create the upload of one attachment, or find it again by its `attachment_id`."""
-    context = _context(request)
     wanted = parse_upload_request(upload_length, upload_metadata, context.settings)
     row = await run_in_threadpool(
         create_or_resume, context.store, context.blobs, context.settings, device, wanted
@@ -133,11 +128,10 @@ def _media(request: Request) -> str:
 
 @router.head("/uploads/{upload_id}", response_class=Response, responses=HEAD_RESPONSES)
 async def upload_offset(
-    request: Request, device: CurrentDevice, tus: TusResumable, upload_id: str
+    request: Request, context: Context, device: CurrentDevice, tus: TusResumable, upload_id: str
 ) -> Response:
     """Where to resume: `Upload-Offset` of `Upload-Length` bytes, once a PATCH still being
     stored (a cut one) has recorded what it received."""
-    context = _context(request)
     row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
     if not row.complete:
         try:
@@ -153,6 +147,7 @@ async def upload_offset(
               responses=PATCH_RESPONSES)  # fmt: skip
 async def append_chunk(
     request: Request,
+    context: Context,
     device: CurrentDevice,
     tus: TusResumable,
     upload_id: str,
@@ -160,7 +155,6 @@ async def append_chunk(
     upload_checksum: Annotated[str | None, Header(alias="Upload-Checksum")] = None,
 ) -> Response:
     """Append the body at `Upload-Offset`; answers the new offset."""
-    context = _context(request)
     if _media(request) != _OFFSET_STREAM:
         raise ApiError(415, {"error": "unsupported_media_type", "detail": _OFFSET_STREAM})
     row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
@@ -172,10 +166,9 @@ async def append_chunk(
 @router.delete("/uploads/{upload_id}", status_code=204, response_class=Response,
                responses=DELETE_RESPONSES)  # fmt: skip
 async def terminate(
-    request: Request, device: CurrentDevice, tus: TusResumable, upload_id: str
+    request: Request, context: Context, device: CurrentDevice, tus: TusResumable, upload_id: str
 ) -> Response:
     """Give up an unfinished upload: its bytes are removed (a finished one is an attachment)."""
-    context = _context(request)
     row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
     try:
         async with context.locks.hold(row.id, arrived(request)):

@@ -25,9 +25,8 @@ from typing import Any
 
 from server.db.store import Store
 from server.records.mutations import WIRE_FIELDS, record_columns_json
-from server.routes.attachments import attachments_of, with_attachments
 from server.scope.keys import Scope, tuples_of
-from server.uploads.lifecycle import attachment_change_json
+from server.uploads.attachments import attachment_change_json, attachments_of, with_attachments
 
 __all__ = ["feed_page"]
 

@@ -16,10 +16,9 @@ import binascii
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Any
 
 from server.auth import AuthenticatedDevice
-from server.db.models import Attachment, Upload
+from server.db.models import Upload
 from server.db.store import Store
 from server.http import ApiError
 from server.records.mutations import now_iso
@@ -31,8 +30,6 @@ from server.wire import wire_entity_id
 __all__ = [
     "METADATA_KEYS",
     "UploadRequest",
-    "attachment_change_json",
-    "attachment_json",
     "complete_upload",
     "content_type_allowed",
     "create_or_resume",
@@ -290,27 +287,3 @@ def prune_unused_files(store: Store, blobs: BlobStore, settings: Settings) -> in
             blobs.remove_blob(path.name)
             removed += 1
     return removed
-
-
-def attachment_json(row: Attachment) -> dict[str, Any]:
-    """An attachment as a record lists it."""
-    return {
-        "id": row.id,
-        "filename": row.filename,
-        "content_type": row.content_type,
-        "size": row.size,
-        "sha256": row.sha256,
-        "created_at": row.created_at,
-        "created_by": row.created_by,
-    }
-
-
-def attachment_change_json(row: Attachment) -> dict[str, Any]:
-    """An attachment as the changes feed carries it (a removed one is a tombstone)."""
-    return {
-        **attachment_json(row),
-        "entity_id": row.entity_id,
-        "deleted": bool(row.deleted),
-        "deleted_at": row.deleted_at,
-        "deleted_by": row.deleted_by,
-    }

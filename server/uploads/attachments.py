@@ -1,0 +1,99 @@
+"""Attachments of work orders: their place on records and in the changes feed, and removal.
+
+An attachment has a change number of its own from the same counter as work orders, so the
+feed orders both in one sequence and an attachment never moves its work order's version (it
+cannot conflict with a field edit). Removing one leaves a tombstone in the feed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from server.db.idempotency import Reply
+from server.db.models import Attachment
+from server.db.store import ChangeSequence, Store
+from server.records.mutations import now_iso
+
+__all__ = [
+    "attachment_change_json",
+    "attachment_changes",
+    "attachment_json",
+    "attachments_of",
+    "remove_attachment",
+    "with_attachments",
+]
+
+
+def attachments_of(store: Store, entity_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    """The live attachments of these work orders, oldest first, by work order id. A work
+    order that never had one is left out: its record keeps the shape it had before
+    attachments existed (`attachments` appears once there is, or was, one)."""
+    table = store.tables.Attachment
+    listed: dict[str, list[dict[str, Any]]] = {}
+    ids = list(dict.fromkeys(entity_ids))
+    for start in range(0, len(ids), 500):
+        query = (
+            table.select().where(table.entity_id.in_(ids[start : start + 500])).order_by(table.seq)
+        )
+        for row in query:
+            found = listed.setdefault(row.entity_id, [])
+            if not row.deleted:
+                found.append(attachment_json(row))
+    return listed
+
+
+def with_attachments(
+    record: dict[str, Any], listed: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """`record` plus its `attachments` list, if it has (or had) any."""
+    if record["id"] in listed:
+        return {**record, "attachments": listed[record["id"]]}
+    return record
+
+
+def attachment_changes(store: Store, after: int, limit: int) -> list[Attachment]:
+    """Attachments (tombstones included) whose last change comes after `after`."""
+    table = store.tables.Attachment
+    return list(table.select().where(table.seq > after).order_by(table.seq).limit(limit))
+
+
+def remove_attachment(
+    store: Store, attachment_id: str, device_name: str, sequence: ChangeSequence
+) -> Reply:
+    """Tombstone an attachment at a new change number (a removed one answers as it is)."""
+    table = store.tables.Attachment
+    row: Attachment | None = table.get_or_none(table.id == attachment_id)
+    if row is None:
+        return Reply(404, {"error": "not_found"})
+    if not row.deleted:
+        row.deleted, row.deleted_at, row.deleted_by = True, now_iso(), device_name
+        row.seq = sequence.next()
+        table.update(
+            deleted=True, deleted_at=row.deleted_at, deleted_by=device_name, seq=row.seq
+        ).where(table.id == row.id).execute()
+    return Reply(200, {"attachment": attachment_change_json(row)})
+
+
+def attachment_json(row: Attachment) -> dict[str, Any]:
+    """An attachment as a record lists it."""
+    return {
+        "id": row.id,
+        "filename": row.filename,
+        "content_type": row.content_type,
+        "size": row.size,
+        "sha256": row.sha256,
+        "created_at": row.created_at,
+        "created_by": row.created_by,
+    }
+
+
+def attachment_change_json(row: Attachment) -> dict[str, Any]:
+    """An attachment as the changes feed carries it (a removed one is a tombstone)."""
+    return {
+        **attachment_json(row),
+        "entity_id": row.entity_id,
+        "deleted": bool(row.deleted),
+        "deleted_at": row.deleted_at,
+        "deleted_by": row.deleted_by,
+    }
