@@ -13,11 +13,11 @@ from fastapi import FastAPI
 from server.console.mount import mount_console
 from server.db.idempotency import abandon_claims, prune_expired
 from server.db.store import open_store
+from server.devices.ratelimit import RateLimiter, SharedRateLimiter
 from server.http import CorrelationMiddleware, ServerContext, install_error_handlers
 from server.logs import log_event
 from server.metrics import Metrics
 from server.openapi.inputs import exact_document
-from server.ratelimit import RateLimiter, SharedRateLimiter
 from server.routes import (
     attachments,
     changes,

@@ -22,10 +22,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from server.auth import AuthenticatedDevice, authenticate
 from server.db.idempotency import Reply
 from server.db.store import Store
-from server.device_status import note_seen
+from server.devices.ratelimit import RateLimiter, SharedRateLimiter
+from server.devices.status import note_seen
 from server.logs import correlation_id, log_event
 from server.metrics import Metrics
-from server.ratelimit import RateLimiter, SharedRateLimiter
 from server.settings import Settings
 from server.uploads.blobs import BlobStore, RunningHashes
 from server.uploads.locks import UploadLocks

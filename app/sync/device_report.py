@@ -1,5 +1,5 @@
 """What a device tells the office of itself with each pull (the `Fieldsync-Device-Status`
-header of `GET /v1/changes`, described in server/device_status.py).
+header of `GET /v1/changes`, described in server/devices/status.py).
 
 Counts only, plus up to ten failed changes with their reasons, so the office can call the
 worker; the fix and the retry stay on the device. Read in the store's executor; pure JSON out.

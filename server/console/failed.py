@@ -1,6 +1,6 @@
 """Failed changes (`/console/failed`): what the phones hold as failed, so the office can call.
 
-The list is what each device reported with its last pull (server/device_status.py); the fix
+The list is what each device reported with its last pull (server/devices/status.py); the fix
 and the retry stay on the device, so this page only shows.
 """
 

@@ -1,7 +1,7 @@
 """The fleet (`/console/devices`): every active device, how far behind it is, what it holds.
 
 Last seen and last sync are what the server saw; the counts are what the device last
-reported with a pull (server/device_status.py), blank for one that never reported. The last
+reported with a pull (server/devices/status.py), blank for one that never reported. The last
 sync is coloured by its age against the settings' thresholds. An open page refreshes its
 table with htmx; without JavaScript it is an ordinary page (reload to refresh).
 """

@@ -63,7 +63,7 @@ class DeviceStatus(_Base):
 
     `last_seen_at` and `last_sync_at` are the server's own observations (epoch seconds); the
     counts come from the `Fieldsync-Device-Status` header a device sends with its pull
-    (server/device_status.py) and are None until it sent one."""
+    (server/devices/status.py) and are None until it sent one."""
 
     device_id = pw.IntegerField(primary_key=True)
     last_seen_at = pw.DoubleField(null=True)

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
 
 from server.db.models import BIGINT_MAX
-from server.device_status import STATUS_DESCRIPTION, STATUS_HEADER, note_pull
+from server.devices.status import STATUS_DESCRIPTION, STATUS_HEADER, note_pull
 from server.http import ApiError, Context, CurrentDevice
 from server.openapi.answers import ChangesPage, RecordRead, error_responses
 from server.records.mutations import record_json

@@ -12,8 +12,8 @@ from server.db.idempotency import (
     request_hash,
 )
 from server.db.store import open_store
+from server.devices.ratelimit import RateLimiter
 from server.metrics import Metrics
-from server.ratelimit import RateLimiter
 from server.settings import Settings
 
 

@@ -35,7 +35,7 @@ __all__ = [
     "parse_report",
 ]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("server.device_status")  # the name its log lines carried
 
 STATUS_HEADER = "Fieldsync-Device-Status"
 STATUS_DESCRIPTION = (

@@ -1,0 +1,1 @@
+"""Per device, beyond its token: the status it reports and its request budget."""
