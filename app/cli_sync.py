@@ -26,6 +26,8 @@ from app.cli import (
 )
 from app.credentials import get_token, normalize_server_url, redact, store_token
 from app.desktop.launch import worker_notifier
+from app.desktop.network import NetworkWatch
+from app.desktop.sleep import SleepGuard
 from app.events import AuthRequired
 from app.store.deadletters import get_dead, list_dead
 from app.store.errors import WorkerLockHeldError
@@ -207,8 +209,15 @@ async def _run_worker(engine: SyncEngine, data_dir: Path) -> str | None:
     notifier = worker_notifier(engine, data_dir)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
+    guard = SleepGuard(engine)
+    guard.subscribe(engine.events)
     runner = asyncio.create_task(engine.run())
-    notifying = asyncio.create_task(notifier.run())
+    # Notifications, logind's sleep and wake, NetworkManager's hint: the desktop's parts.
+    desktop = [
+        asyncio.create_task(notifier.run()),
+        asyncio.create_task(guard.run()),
+        asyncio.create_task(NetworkWatch(engine).run()),
+    ]
     print("worker: delivering", flush=True)
     waiter = asyncio.create_task(stopping.wait())
     await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
@@ -216,9 +225,9 @@ async def _run_worker(engine: SyncEngine, data_dir: Path) -> str | None:
     waiter.cancel()
     # The last notice (signed out, say) is shown before the worker goes.
     await notifier.drain(timeout_s=3.0)
-    notifying.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await notifying
+    for task in desktop:
+        task.cancel()
+    await asyncio.gather(*desktop, return_exceptions=True)
     with contextlib.suppress(asyncio.CancelledError):
         await runner
     print("worker: stopped", flush=True)

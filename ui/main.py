@@ -22,7 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from app.desktop.network import NetworkWatch
 from app.desktop.notifications import Notifier, load_notifications_enabled
+from app.desktop.sleep import SleepGuard
 from app.events import EventBus
 from app.executor import StoreExecutor
 from app.store.db import default_data_dir
@@ -178,7 +180,7 @@ async def _run(
     size, dark = (args.width, args.height), args.dark or None
     window = load_window(qml, app_vm, *size, dark=dark, high_contrast=args.high_contrast)
     app_vm.start()
-    _watch_network(engine)
+    os_tasks = desktop_watchers(engine, bus, qt_network=_watch_network(engine))
     if not holder.token:
         app_vm.open("signin")
     elif args.open:
@@ -191,7 +193,7 @@ async def _run(
     connect(app.aboutToQuit, closed.set)
     stop_on_signals(closed)
     sync_task = asyncio.create_task(engine.run(), name="sync-engine")
-    notify_task = asyncio.create_task(notifier.run(), name="notifications")
+    os_tasks.append(asyncio.create_task(notifier.run(), name="notifications"))
     log.info("fieldsync-gui running (data dir %s)", store.data_dir)
     try:
         await closed.wait()
@@ -202,9 +204,9 @@ async def _run(
             sync_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await sync_task
-        notify_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await notify_task
+        for task in os_tasks:
+            task.cancel()
+        await asyncio.gather(*os_tasks, return_exceptions=True)
         await app_vm.aclose()
         await review_client.aclose()
         window.close()
@@ -253,14 +255,25 @@ def _on_signal(signum: signal.Signals, closed: asyncio.Event) -> None:
     closed.set()
 
 
-def _watch_network(engine: Any) -> None:
-    """Feed the OS's view of the network to the engine as a hint; fine without a backend."""
+def desktop_watchers(engine: Any, bus: EventBus, *, qt_network: bool) -> list[asyncio.Task[Any]]:
+    """Sleep and wake through logind, and NetworkManager where Qt has no network backend."""
+    guard = SleepGuard(engine)
+    guard.subscribe(bus)
+    tasks = [asyncio.create_task(guard.run(), name="sleep-guard")]
+    if not qt_network:
+        tasks.append(asyncio.create_task(NetworkWatch(engine).run(), name="network-manager"))
+    return tasks
+
+
+def _watch_network(engine: Any) -> bool:
+    """Feed the OS's view of the network to the engine as a hint. False: Qt has no backend
+    here (NetworkManager over D-Bus, or the server probe alone, then)."""
     if QNetworkInformation is None or not QNetworkInformation.loadDefaultBackend():
-        log.info("no network information backend; relying on the server probe alone")
-        return
+        log.info("no Qt network information backend; asking NetworkManager")
+        return False
     info = QNetworkInformation.instance()
     if info is None:
-        return
+        return False
     reach = QNetworkInformation.Reachability
 
     def on_network_changed(*_: object) -> None:
@@ -271,6 +284,7 @@ def _watch_network(engine: Any) -> None:
     connect(info.reachabilityChanged, on_network_changed)
     connect(info.isMeteredChanged, on_network_changed)
     on_network_changed()
+    return True
 
 
 if __name__ == "__main__":

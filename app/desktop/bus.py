@@ -14,7 +14,7 @@ from typing import Any
 from dbus_fast import BusType, Message, MessageType
 from dbus_fast.aio import MessageBus
 
-__all__ = ["CALL_TIMEOUT_S", "DesktopError", "add_match", "call", "connect"]
+__all__ = ["CALL_TIMEOUT_S", "DesktopError", "add_match", "call", "connect", "has_owner"]
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +26,13 @@ class DesktopError(Exception):
     """A D-Bus call failed: no such service, an error reply, no answer in time."""
 
 
-async def connect(system: bool = False) -> MessageBus | None:
-    """The session (or system) bus, or None where there is none."""
+async def connect(system: bool = False, *, unix_fds: bool = False) -> MessageBus | None:
+    """The session (or system) bus, or None where there is none; ``unix_fds`` to receive
+    file descriptors (logind's inhibitor is one)."""
     kind = BusType.SYSTEM if system else BusType.SESSION
     try:
         async with asyncio.timeout(CALL_TIMEOUT_S):
-            return await MessageBus(bus_type=kind).connect()
+            return await MessageBus(bus_type=kind, negotiate_unix_fd=unix_fds).connect()
     except (OSError, ValueError, TimeoutError, Exception) as exc:  # noqa: BLE001
         # dbus-fast raises its own AuthError, InvalidAddressError...: any failure to
         # connect means the same here (no bus), and the app goes on without it.
@@ -84,3 +85,17 @@ async def add_match(bus: MessageBus, rule: str) -> None:
         "s",
         [rule],
     )
+
+
+async def has_owner(bus: MessageBus, name: str) -> bool:
+    """Does a service own ``name`` on this bus now?"""
+    reply = await call(
+        bus,
+        "org.freedesktop.DBus",
+        "/org/freedesktop/DBus",
+        "org.freedesktop.DBus",
+        "NameHasOwner",
+        "s",
+        [name],
+    )
+    return bool(reply.body[0])

@@ -103,6 +103,13 @@ class ConnectivityDetector:
         self._server = _Server.FAILING
         self.reason = reason
 
+    def resumed(self) -> None:
+        """Back from a suspend: whatever the server said before the sleep is old news; ask
+        it again (a probe, at once) before sending."""
+        self._probing = True
+        self._probe_attempts = 0
+        self._network_failures = 0
+
     def retry_now(self) -> None:
         """A person asked to sync: probe at once, not after the backoff's next delay."""
         self._probe_attempts = 0

@@ -114,6 +114,7 @@ class SyncEngine:
         self._stopping = False
         self._idle = asyncio.Event()
         self._requests = SyncRequests()
+        self._probe_now = False  # resumed: probe without the backoff's delay
 
     # -- what the engine tells ---------------------------------------------------------------
 
@@ -134,20 +135,7 @@ class SyncEngine:
         return self.status.state
 
     def health(self) -> dict[str, Any]:
-        if self.auth_paused:
-            mutations = "paused (sign in)"
-        else:
-            mutations = "failing" if self.connectivity.mutations_failing else "ok"
-        return {
-            "store": "ok",
-            "server": str(self.status.state),
-            "server_reason": self.connectivity.reason,
-            "mutations": mutations,
-            "delivering": self.delivering,
-            "clock_skew_s": self.clock_skew_s,
-            "last_sync_at": self.last_sync_at,
-            "last_error": self.last_error,
-        }
+        return self.status.health(delivering=self.delivering, clock_skew_s=self.clock_skew_s)
 
     # -- control (called from the loop's thread) ---------------------------------------------
 
@@ -189,6 +177,21 @@ class SyncEngine:
     def set_sync_on_metered(self, enabled: bool) -> None:
         """The person's setting changed: it applies from the next send."""
         self.config = dataclasses.replace(self.config, sync_on_metered=enabled)
+        self._wake.set()
+
+    def prepare_for_sleep(self) -> None:
+        """The system is about to suspend (logind's PrepareForSleep): no new request starts;
+        one in flight ends as it would (`app.desktop.sleep` lets the suspend wait for it)."""
+        self.pipeline.asleep = True
+        self._wake.set()
+
+    def resumed(self) -> None:
+        """Back from suspend: ask the server at once (the network may differ), then sync.
+        Retries and leases fell due on the wall clock meanwhile: the loop sees them now."""
+        self.pipeline.asleep = False
+        self._probe_now = True
+        self.connectivity.resumed()
+        self.puller.due = True
         self._wake.set()
 
     def resume_after_sign_in(self) -> None:
@@ -360,6 +363,8 @@ class SyncEngine:
 
     def _held(self) -> SyncProblem | None:
         """Nothing may be sent until a person acts: signed out, or paused on a metered link."""
+        if self.pipeline.asleep:
+            return SyncProblem.ASLEEP
         if self.status.auth_paused:
             return SyncProblem.SIGNED_OUT
         if self.status.paused:
@@ -411,7 +416,8 @@ class SyncEngine:
     async def _probe(self) -> None:
         """Offline or unreachable: wait the probe backoff (cut short by "Sync now" or a
         regained network), then ask ``/healthz``."""
-        asked = self._requests.waiting
+        asked = self._requests.waiting or self._probe_now
+        self._probe_now = False
         delay = 0.0 if asked else self.connectivity.next_probe_delay()
         self._go_idle()
         await self._sleep(delay)

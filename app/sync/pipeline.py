@@ -127,6 +127,8 @@ class DeliveryPipeline(EnginePart):
         config = self.config()
         self.bucket = TokenBucket(config.request_rate, config.request_burst, self.clock.monotonic)
         self.stopping = False
+        #: The system is suspending (`SyncEngine.prepare_for_sleep`): no new batch starts.
+        self.asleep = False
         self._in_flight: list[list[ClaimedJob]] = []
 
     async def flush(self, tally: SyncReport | None = None) -> FlushReport:
@@ -167,7 +169,8 @@ class DeliveryPipeline(EnginePart):
             # A partial (or empty) batch means no more jobs were ready when it was claimed.
             nonlocal on_the_wire
             on_the_wire -= 1
-            stop = failed or self.stopping or self.status.auth_paused or flush.unreachable
+            stop = failed or self.stopping or self.asleep or self.status.auth_paused
+            stop = stop or flush.unreachable
             while full and not stop and on_the_wire < pipeline:
                 launch()
 

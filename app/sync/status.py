@@ -8,7 +8,7 @@ phase, so that nothing in the UI polls the engine.
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Any, Literal
 
 from app.events import (
     AuthRequired,
@@ -131,6 +131,23 @@ class SyncStatus(EnginePart):
         if state is Connectivity.PAUSED:
             return "a metered connection, and sync on metered connections is off"
         return self.detector.reason
+
+    def health(self, *, delivering: bool, clock_skew_s: float | None) -> dict[str, Any]:
+        """The engine's health, as the diagnostics page and `/health` checks read it."""
+        if self.auth_paused:
+            mutations = "paused (sign in)"
+        else:
+            mutations = "failing" if self.detector.mutations_failing else "ok"
+        return {
+            "store": "ok",
+            "server": str(self.state),
+            "server_reason": self.detector.reason,
+            "mutations": mutations,
+            "delivering": delivering,
+            "clock_skew_s": clock_skew_s,
+            "last_sync_at": self.last_sync_at,
+            "last_error": self.last_error,
+        }
 
     def publish_connectivity(self) -> None:
         """Publish the state if it differs from the last one published (the first always)."""

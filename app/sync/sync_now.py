@@ -35,6 +35,8 @@ class SyncProblem(StrEnum):
     STORAGE = "storage"
     #: The engine is not running (stopped, or standing by for another worker).
     STOPPED = "stopped"
+    #: The system is suspending: no request starts until it wakes.
+    ASLEEP = "asleep"
 
 
 @dataclass
@@ -61,6 +63,7 @@ _NOT_SYNCED = {
     SyncProblem.SERVER_BUSY: "Not synced: the server is busy. It will be tried again shortly.",
     SyncProblem.STORAGE: "Not synced: this device's storage is not usable right now.",
     SyncProblem.STOPPED: "Sync is not running in this window.",
+    SyncProblem.ASLEEP: "Not synced: the device is going to sleep. It syncs when it wakes.",
 }
 
 

@@ -104,6 +104,31 @@ class Mock:
         assert reply.message_type != MessageType.ERROR, reply.body
         return list(reply.body)
 
+    async def ask(self, member: str, signature: str = "", body: list[Any] | None = None) -> Any:
+        """Call a method of the mocked service itself (logind's ListInhibitors...)."""
+        kind = BusType.SYSTEM if self.system else BusType.SESSION
+        bus = await MessageBus(bus_type=kind).connect()
+        try:
+            reply = await bus.call(
+                Message(
+                    destination=self.name,
+                    path=self.path,
+                    interface=self.interface,
+                    member=member,
+                    signature=signature,
+                    body=body or [],
+                )
+            )
+        finally:
+            bus.disconnect()
+        assert reply is not None
+        assert reply.message_type != MessageType.ERROR, reply.body
+        return reply.body[0] if reply.body else None
+
+    async def mock_method(self, member: str, signature: str = "", body: list[Any] | None = None):  # type: ignore[no-untyped-def]
+        """Call one of the template's own convenience methods (SetConnectivity...)."""
+        return await self._call(member, signature, body)
+
     async def calls(self, method: str, path: str = "") -> list[list[Any]]:
         """The arguments of each call of ``method`` so far, oldest first."""
         (calls,) = await self._call("GetMethodCalls", "s", [method], path)
