@@ -26,10 +26,10 @@ QML_DIR = Path(__file__).resolve().parent / "qml"
 
 
 def set_style() -> None:
-    """The Basic style, drawn by our own controls (ui/qml/Fs*.qml) from ui/qml/Theme.qml: the
-    lightest Qt Quick style, made to be customised, and it follows the application palette
-    (docs/look.md says why not Material). QT_QUICK_CONTROLS_STYLE still wins. Call before the
-    engine exists."""
+    """The Basic style, drawn by our own controls (the Fieldsync.Controls module,
+    ui/qml/Fieldsync/Controls/, with its Theme singleton): the lightest Qt Quick style, made to
+    be customised, and it follows the application palette (docs/look.md says why not Material).
+    QT_QUICK_CONTROLS_STYLE still wins. Call before the engine exists."""
     if not os.environ.get("QT_QUICK_CONTROLS_STYLE"):
         QQuickStyle.setStyle("Basic")
 
@@ -138,6 +138,7 @@ def load_window(
     dark: bool | None = None,
     high_contrast: bool = False,
 ) -> QQuickWindow:
+    # Main.qml imports the Fieldsync.Controls, .Components and .Pages modules from here.
     engine.addImportPath(str(QML_DIR))
     # Read by Theme.qml; a trailing slash so QML can append a file name.
     engine.rootContext().setContextProperty(

@@ -139,7 +139,7 @@ def test_the_embedded_server_says_it_needs_the_extra(tmp_path: Path) -> None:
 
 
 def test_the_sync_state_icons_ship_with_the_app() -> None:
-    theme = (ROOT / "ui/qml/Theme.qml").read_text(encoding="utf-8")
+    theme = (ROOT / "ui/qml/Fieldsync/Controls/Theme.qml").read_text(encoding="utf-8")
     known = theme.split("const known = [", 1)[1].split("]", 1)[0]
     kinds = [k.strip().strip('"') for k in known.split(",")]
     assert {"synced", "pending", "sending", "retrying", "conflict", "failed"} <= set(kinds)
@@ -153,4 +153,4 @@ def test_the_sync_state_icons_ship_with_the_app() -> None:
     data_files = config["tool"]["setuptools"]["data-files"]
     assert data_files["share/fieldsync/icons"] == ["resources/icons/*.svg"]
     qml = config["tool"]["setuptools"]["package-data"]["ui"]
-    assert "qml/qmldir" in qml
+    assert "qml/**/qmldir" in qml

@@ -2,6 +2,9 @@
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
+import Fieldsync.Controls
+import Fieldsync.Components
+import Fieldsync.Pages
 
 ApplicationWindow {
     id: window

@@ -1,5 +1,6 @@
 // A file's or photo's placeholder: the white glyph from resources/icons on a muted disc.
 import QtQuick
+import Fieldsync.Controls
 
 Rectangle {
     id: disc

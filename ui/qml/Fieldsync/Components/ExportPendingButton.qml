@@ -2,6 +2,7 @@
 // unsent change (and the failed ones) as one JSON file. The safety net, from the status sheet
 // and from Diagnostics.
 import QtQuick
+import Fieldsync.Controls
 
 FsButton {
     id: control

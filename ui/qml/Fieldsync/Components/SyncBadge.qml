@@ -2,6 +2,7 @@
 // (in high contrast, an outline in the text colour).
 import QtQuick
 import QtQuick.Layouts
+import Fieldsync.Controls
 
 Rectangle {
     id: pill

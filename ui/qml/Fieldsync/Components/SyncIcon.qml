@@ -1,6 +1,7 @@
 // A sync state's icon: the white glyph from resources/icons on a disc of the state's colour
 // (in high contrast, the text colour or an outline). Always shown beside its words.
 import QtQuick
+import Fieldsync.Controls
 
 Rectangle {
     id: disc

@@ -3,6 +3,8 @@
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
+import Fieldsync.Controls
+import Fieldsync.Components
 
 FsPage {
     id: page

@@ -2,6 +2,7 @@
 // waits to upload ("2 photos waiting"). Read as "3 attachments, 2 photos waiting".
 import QtQuick
 import QtQuick.Layouts
+import Fieldsync.Controls
 
 RowLayout {
     id: line
