@@ -17,7 +17,7 @@ Every verdict carries a `ReplyKind` and a `Reason` code; the attempt row stores 
 UI words a failure from the code. A protocol adds only its own rows and asks this table for
 the rest (`app.sync.tus.classify`: an offset mismatch, a locked upload, a damaged chunk, an
 upload gone). Mutations are classified by `classify_status` (the table
-below, as documented in the README) and `classify_failure`; reads (the changes feed, a
+below, as documented in docs/device.md) and `classify_failure`; reads (the changes feed, a
 record) by `read_error`; an escalation's reply by `classify_escalation`, an admin's
 decision by `classify_decision`, a pin's by `classify_pin`.
 

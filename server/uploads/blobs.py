@@ -10,7 +10,7 @@ atomic step (a second upload of the same bytes renames identical content over it
 are written to a unique temporary name, fsynced and renamed too. Nothing is ever seen half made.
 
 An S3-compatible store would replace this class: a multipart upload per tus upload (a part per
-PATCH), completed and copied to `sha256/<hash>` when the whole file matched (see README).
+PATCH), completed and copied to `sha256/<hash>` when the whole file matched (docs/attachments.md).
 """
 
 from __future__ import annotations
