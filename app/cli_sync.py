@@ -183,7 +183,8 @@ async def _one_pass(engine: SyncEngine, limit_s: float) -> SyncReport | None:
 def cmd_worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     with open_store(args) as store:
-        _no_worker_running(store)
+        if not args.wait_for_lock:
+            _no_worker_running(store)  # systemd restarts it: exit, and try again then
         engine = make_engine(args, store)
         refused = asyncio.run(_run_worker(engine, store.data_dir))
     if refused:
@@ -392,6 +393,12 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--batch-size", type=bounded_int(1, 500), default=100)
     p = sub.add_parser("worker", help="deliver in the background until SIGTERM/SIGINT")
     p.add_argument("--batch-size", type=bounded_int(1, 500), default=100)
+    p.add_argument(
+        "--wait-for-lock",
+        action="store_true",
+        help="stand by while the app (or another worker) delivers, instead of exiting "
+        "(the session autostart entry, where no service manager restarts the worker)",
+    )
     p = sub.add_parser("dead", help="review dead-lettered edits")
     p.add_argument("action", choices=("list", "show", "retry", "discard"))
     p.add_argument("id", nargs="?", type=JOB_ID)

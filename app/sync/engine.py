@@ -208,6 +208,10 @@ class SyncEngine:
         if task is not None and not task.done():
             try:
                 await asyncio.wait_for(asyncio.shield(task), grace_s)
+            except asyncio.CancelledError:
+                if not task.cancelled():
+                    raise  # this stop() itself was cancelled
+                # A run standing by for the lock ends so: a stop, not an error.
             except TimeoutError:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
