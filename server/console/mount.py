@@ -8,7 +8,16 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from server.console import conflicts, failed, fleet, home, people, signin
+from server.console import (
+    conflicts,
+    failed,
+    fleet,
+    home,
+    people,
+    signin,
+    work_order,
+    work_orders,
+)
 from server.console.models import console_tables
 from server.console.render import page
 from server.console.sessions import ConsoleDenied, ConsoleState, NotSignedIn
@@ -23,7 +32,7 @@ _STATIC = Path(__file__).parent / "static"
 def mount_console(app: FastAPI, settings: Settings, store: Store) -> None:
     """Serve the console under `/console/` from the same process, database and settings."""
     app.state.console = ConsoleState(settings=settings, store=store, tables=console_tables(store))
-    for module in (signin, home, people, fleet, failed, conflicts):
+    for module in (signin, home, people, fleet, failed, conflicts, work_orders, work_order):
         app.include_router(module.router, prefix="/console", include_in_schema=False)
     app.mount("/console/static", StaticFiles(directory=_STATIC), name="console-static")
 
