@@ -7,13 +7,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+# tus-js-client for the tus interop tests (tests/server/test_uploads_interop.py), from npm.
+INTEROP := tests/interop
+NODE_STAMP := $(INTEROP)/node_modules/.installed
 
 .PHONY: run test lint system-deps system-deps-run chaos bench report clean
 
 run: system-deps-run $(RUN_STAMP)
 	$(BIN)/fieldsync-gui
 
-test: system-deps $(TEST_STAMP) lint
+test: system-deps $(TEST_STAMP) $(NODE_STAMP) lint
 	QT_QPA_PLATFORM=offscreen QT_QUICK_BACKEND=software $(BIN)/pytest
 
 lint: $(TEST_STAMP)
@@ -40,6 +43,10 @@ $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,server]'
 	touch $(TEST_STAMP) $(RUN_STAMP)
 
+$(NODE_STAMP): $(INTEROP)/package.json $(INTEROP)/package-lock.json
+	cd $(INTEROP) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
 chaos: system-deps $(TEST_STAMP)
 	FIELDSYNC_CHAOS_SCALE=large $(BIN)/pytest tests/chaos
 
@@ -63,4 +70,4 @@ report: $(TEST_STAMP)
 	$(BIN)/python benchmarks/report.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(INTEROP)/node_modules

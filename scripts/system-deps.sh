@@ -7,7 +7,8 @@
 #         AppStream and Flatpak validators, and for the GUI end-to-end tests an X server
 #         (Xvfb), a session bus and the AT-SPI accessibility stack (python3-pyatspi), the desktop
 #         services the D-Bus tests stand in with python-dbusmock (python3-dbusmock), and for the
-#         office console's browser tests Chromium (Playwright drives it by its path).
+#         office console's browser tests Chromium (Playwright drives it by its path), and
+#         Node.js with npm for the tus interop tests (tus-js-client, installed by `make test`).
 # Usage: sh scripts/system-deps.sh [run|test] [--list]   (default: test; --list prints the set)
 # Installs what is missing when run as root with apt-get; otherwise prints the command and fails.
 set -eu
@@ -17,7 +18,8 @@ libglib2.0-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0 libxcb-r
 libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1 fonts-dejavu-core"
 
 TEST_PACKAGES="postgresql gnome-keyring dbus desktop-file-utils appstream flatpak-builder \
-xvfb xauth dbus-x11 at-spi2-core python3-pyatspi gir1.2-atspi-2.0 chromium python3-dbusmock"
+xvfb xauth dbus-x11 at-spi2-core python3-pyatspi gir1.2-atspi-2.0 chromium python3-dbusmock \
+nodejs"
 
 case "${1:-test}" in
     run) PACKAGES="$RUN_PACKAGES" ;;
@@ -37,6 +39,11 @@ for pkg in $PACKAGES; do
         missing="$missing $pkg"
     fi
 done
+
+# npm comes with NodeSource's nodejs and as a package of its own with Debian's.
+if [ "${1:-test}" = "test" ] && ! command -v npm >/dev/null 2>&1; then
+    missing="$missing npm"
+fi
 
 if [ -z "$missing" ]; then
     exit 0

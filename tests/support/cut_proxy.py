@@ -1,0 +1,172 @@
+"""A streaming TCP proxy on loopback that reads just enough HTTP/1.1 to count request bodies,
+and cuts chosen PATCHes after N body bytes, as a dying field link does.
+
+    proxy = CutProxy(("127.0.0.1", port), cuts={0: 700_000, 1: 500_000}, silent=True).start()
+    ...  # a tus client uploads through proxy.base_url
+    proxy.requests  # what each request sent: method, Upload-Offset, body bytes read, forwarded
+    proxy.stop()
+
+`cuts` maps the n-th PATCH (from 0) to the body bytes forwarded before its cut. At the cut the
+client's connection is reset, and the server's is either closed at once (`silent=False`: it
+sees the end) or left open and silent until `stop()` (`silent=True`: a link that died without
+a word, which the server never sees end). Unlike tests/chaos/proxy.py it forwards as it reads
+(nothing waits for a whole body) and never waits for the server before resetting the client:
+the client's HEAD may reach the server while it is still receiving the cut PATCH.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+import threading
+from dataclasses import dataclass
+
+__all__ = ["CutProxy", "Seen"]
+
+_BLOCK = 64 * 1024
+
+
+@dataclass
+class Seen:
+    """One request as the proxy saw it."""
+
+    method: str
+    path: str
+    upload_offset: int | None
+    body_read: int = 0  # bytes of its body read from the client (what the client sent)
+    forwarded: int = 0  # of those, bytes passed on to the server
+    cut: bool = False
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+class CutProxy:
+    """See the module docstring."""
+
+    def __init__(self, upstream: tuple[str, int], cuts: dict[int, int], *, silent: bool) -> None:
+        self.upstream = upstream
+        self.cuts = dict(cuts)
+        self.silent = silent
+        self.requests: list[Seen] = []
+        self.port = 0
+        self._patches = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="cut-proxy")
+        self._server: asyncio.Server | None = None
+        self._open: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> CutProxy:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(10)
+        return self
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    async def _listen(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for writer in list(self._open):
+            writer.transport.abort()
+        await asyncio.sleep(0)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._open.add(writer)
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+        except OSError:
+            _reset(writer)
+            return
+        self._open.add(up_writer)
+        back = asyncio.ensure_future(self._copy(up_reader, writer))
+        self._tasks.add(back)
+        try:
+            if await self._requests(reader, up_writer, writer):
+                back.cancel()  # cut: the client is gone; a silent upstream stays open
+                return
+            up_writer.close()
+        except (ConnectionError, asyncio.IncompleteReadError, OSError):
+            up_writer.close()
+        finally:
+            self._tasks.discard(task)
+        with contextlib.suppress(Exception):
+            await back
+
+    async def _copy(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            while block := await source.read(_BLOCK):
+                sink.write(block)
+                await sink.drain()
+        sink.close()
+
+    async def _requests(
+        self,
+        reader: asyncio.StreamReader,
+        upstream: asyncio.StreamWriter,
+        client: asyncio.StreamWriter,
+    ) -> bool:
+        """Forward requests until the client closes (False) or one is cut (True)."""
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                return False
+            lines = head.decode("latin-1").split("\r\n")
+            method, path = lines[0].split(" ")[:2]
+            headers = {
+                name.strip().lower(): value.strip()
+                for name, _, value in (line.partition(":") for line in lines[1:] if line)
+            }
+            offset = headers.get("upload-offset")
+            seen = Seen(method, path, int(offset) if offset is not None else None)
+            self.requests.append(seen)
+            cut_at = None
+            if method == "PATCH":
+                cut_at = self.cuts.get(self._patches)
+                self._patches += 1
+            upstream.write(head)
+            remaining = int(headers.get("content-length", "0"))
+            while remaining:
+                block = await reader.read(min(remaining, _BLOCK))
+                if not block:
+                    return False
+                seen.body_read += len(block)
+                remaining -= len(block)
+                if cut_at is not None and seen.forwarded + len(block) >= cut_at:
+                    upstream.write(block[: cut_at - seen.forwarded])
+                    seen.forwarded = cut_at
+                    await upstream.drain()
+                    seen.cut = True
+                    _reset(client)
+                    if not self.silent:
+                        upstream.close()
+                    return True
+                upstream.write(block)
+                seen.forwarded += len(block)
+                await upstream.drain()
