@@ -52,6 +52,8 @@ T = TypeVar("T")
 #: tus's checksum extension: the chunk's checksum did not match (or, on the last byte, the
 #: whole file's sha256: then the server restarts the upload at 0).
 CHECKSUM_MISMATCH = 460
+#: The server's upload budgets or free-disk floor have no room for the file now.
+INSUFFICIENT_STORAGE = 507
 
 
 class Next(enum.Enum):
@@ -140,6 +142,10 @@ def _tus_row(status: int, step: str) -> Step | None:
         )
     if status == CHECKSUM_MISMATCH:
         return Step.retry("the bytes arrived damaged (checksum)", Reason.CHECKSUM_MISMATCH)
+    if status == INSUFFICIENT_STORAGE and step in ("create", "patch"):
+        # A full upload budget or a disk at the server's floor: room comes back, keep the file.
+        words = "the server has no room for the file now; it is tried again later"
+        return Step.retry(words, Reason.SERVER_BUSY)
     return None
 
 

@@ -37,6 +37,8 @@ MIB = 1 << 20
         (429, "patch", None, Next.RETRY, Reason.RATE_LIMITED),
         (460, "patch", "checksum_mismatch", Next.RETRY, Reason.CHECKSUM_MISMATCH),
         (503, "patch", None, Next.RETRY, Reason.SERVER_BUSY),
+        (507, "create", "upload_budget_exceeded", Next.RETRY, Reason.SERVER_BUSY),
+        (507, "patch", "insufficient_storage", Next.RETRY, Reason.SERVER_BUSY),
         (500, "head", None, Next.RETRY, Reason.SERVER_ERROR),
         (418, "create", None, Next.FAIL, Reason.REFUSED),
     ],
@@ -53,6 +55,7 @@ _TUS_ROWS = (
     {(404, s) for s in ("create", "head", "patch", "delete")}
     | {(410, s) for s in ("create", "head", "patch", "delete")}
     | {(409, "patch"), (409, "delete"), (423, "patch"), (460, "patch")}
+    | {(507, "create"), (507, "patch")}
 )
 
 
@@ -72,6 +75,9 @@ def test_a_file_is_refused_in_a_files_words() -> None:
     assert classify(415, "create").reason == "the server does not accept files of this type"
     assert classify(422, "create", "invalid_payload").reason == (
         "the server refused the upload (invalid_payload)"
+    )
+    assert classify(507, "create", "storage_budget_exceeded").reason == (
+        "the server has no room for the file now; it is tried again later"
     )
     # A transient family keeps the shared words.
     assert classify(503, "patch").reason == classify_status(503).reason
