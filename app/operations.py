@@ -21,6 +21,7 @@ from app.events import EventBus, OpChanges
 from app.mutations import validate_mutation
 from app.pending_export import ExportSummary, export_pending
 from app.records import ValidationError, format_validation_error
+from app.samples import remove_samples, sample_ids
 from app.store.db import WriteTransaction, connection
 from app.store.drafts import Draft, drop_draft, keep_draft, read_draft
 from app.store.editing import hold_for_editing, release_all_editing, release_editing
@@ -228,6 +229,16 @@ class Operations:
         """Desktop notifications on or off, for the app and the worker alike."""
         await self.executor.run(_save_setting, self.store, NOTIFICATIONS, "1" if enabled else "0")
         self._publish(OpChanges(settings=True))
+
+    async def remove_samples(self) -> list[str]:
+        """The first run's sample work orders, all deleted (`app.samples`)."""
+        removed: list[str] = await self.executor.run(remove_samples, self.store)
+        self._publish(OpChanges(frozenset(removed), queue=True, settings=True))
+        return removed
+
+    async def sample_ids(self) -> list[str]:
+        ids: list[str] = await self.executor.run(sample_ids, self.store)
+        return ids
 
     async def set_sync_on_metered(self, enabled: bool) -> None:
         await self.executor.run(_save_setting, self.store, SYNC_ON_METERED, "1" if enabled else "0")

@@ -18,7 +18,13 @@ from typing import Any
 from app.credentials import CredentialsError, get_token, store_token
 from ui.tasks import Executor
 
-__all__ = ["EmbeddedServerUnavailable", "embedded_account", "start_embedded_server"]
+__all__ = [
+    "EmbeddedServerUnavailable",
+    "embedded_account",
+    "embedded_person",
+    "is_first_run",
+    "start_embedded_server",
+]
 
 log = logging.getLogger("fieldsync.gui")
 
@@ -63,6 +69,28 @@ def _device_is_active(db_url: str, token: str) -> bool:
         store.close()
 
 
+def _server_db(data_dir: Path) -> Path:
+    return data_dir / "embedded-server" / "server.sqlite3"
+
+
+def is_first_run(data_dir: Path) -> bool:
+    """The embedded server has never run for this data dir (ask before starting it)."""
+    return not _server_db(data_dir).exists()
+
+
+def embedded_person(data_dir: Path, token: str) -> tuple[str, str]:
+    """(person, team) of this device on its embedded server ("", "": not known)."""
+    from server.auth import authenticate
+    from server.db.store import open_store
+
+    store = open_store(f"sqlite:///{_server_db(data_dir)}")
+    try:
+        device = authenticate(store, f"Bearer {token}")
+    finally:
+        store.close()
+    return ("", "") if device is None else (device.user, device.team)
+
+
 def _stored_token(account: str) -> str | None:
     try:
         # environ={}: FIELDSYNC_TOKEN belongs to a real server, not this local one.
@@ -79,9 +107,8 @@ async def start_embedded_server(data_dir: Path, executor: Executor) -> tuple[Any
     _require_server_extra()
     from server.embedded import provision_device, start_server
 
-    server_dir = data_dir / "embedded-server"
-    server_dir.mkdir(parents=True, exist_ok=True)
-    db_url = f"sqlite:///{server_dir / 'server.sqlite3'}"
+    _server_db(data_dir).parent.mkdir(parents=True, exist_ok=True)
+    db_url = f"sqlite:///{_server_db(data_dir)}"
     server = await asyncio.to_thread(start_server, db_url)
     account = embedded_account(data_dir)
     token = await executor.run(_stored_token, account)

@@ -2,7 +2,7 @@
 embedded local server; or `--screenshot FILE` to render one page offscreen and exit.
 
     fieldsync-gui [--data-dir DIR] [--server URL] [--size WxH] [--dark] [--high-contrast]
-                  [--open conflict:ID|dead|editor:ID|signin|...]
+                  [--open conflict:ID|dead|editor:ID|signin|...] [--no-samples]
     fieldsync-gui --screenshot FILE [--size 360x720] [--page list|editor|attachments|...|all]
                   [--search TEXT]
 
@@ -27,12 +27,18 @@ from app.desktop.notifications import Notifier, load_notifications_enabled
 from app.desktop.sleep import SleepGuard
 from app.events import EventBus
 from app.executor import StoreExecutor
+from app.samples import add_samples
 from app.store.db import default_data_dir
 from app.store.errors import StoreError
 from app.store.store import Store
 from ui import crash
 from ui.bridge import Bridge
-from ui.embedded import EmbeddedServerUnavailable, start_embedded_server
+from ui.embedded import (
+    EmbeddedServerUnavailable,
+    embedded_person,
+    is_first_run,
+    start_embedded_server,
+)
 from ui.qt import QApplication, QNetworkInformation, QQmlApplicationEngine, connect
 from ui.screenshot import SHOTS, show_page, take_screenshots
 from ui.services import Services
@@ -62,6 +68,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--search", default="", help="with --screenshot: what the search page asks the server"
+    )
+    parser.add_argument(
+        "--no-samples",
+        action="store_true",
+        help="on the embedded server's first run, start empty (no sample work orders)",
     )
     parser.add_argument(
         "--open",
@@ -153,9 +164,12 @@ async def _run(
         except CredentialsError as exc:
             log.warning("no token yet: %s", exc)
     else:
+        first_run = is_first_run(store.data_dir)
         server, holder.token = await start_embedded_server(store.data_dir, executor)
         url = server.base_url
         log.info("embedded sync server on %s", url)
+        if first_run and not args.no_samples:
+            await _add_samples(store, executor, holder.token)
 
     sync_on_metered = await executor.run(load_sync_on_metered, store)
     config = SyncConfig(server_url=url, sync_on_metered=sync_on_metered)
@@ -216,6 +230,17 @@ async def _run(
             await asyncio.to_thread(server.stop)
         log.info("fieldsync-gui stopped")
     return 0
+
+
+async def _add_samples(store: Store, executor: StoreExecutor, token: str) -> None:
+    """A first run shows the product: sample work orders for this device's person."""
+    person, team = await asyncio.to_thread(embedded_person, store.data_dir, token)
+    try:
+        added = await executor.run(add_samples, store, person, team)
+    except StoreError as exc:
+        log.warning("no sample work orders: %s", exc)
+        return
+    log.info("added %d sample work orders (remove them in Settings)", len(added))
 
 
 def desktop_notifier(

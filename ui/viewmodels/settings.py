@@ -31,6 +31,7 @@ class SettingsViewModel(ViewModel):
         self._services = services
         self._sync_on_metered = True
         self._notifications = True
+        self._samples = 0
 
     @Slot()
     def reload(self) -> None:
@@ -40,7 +41,22 @@ class SettingsViewModel(ViewModel):
         store = self._services.store
         self._sync_on_metered = await self._services.executor.run(load_sync_on_metered, store)
         self._notifications = await self._services.executor.run(load_notifications_enabled, store)
+        self._samples = len(await self._services.operations.sample_ids())
         self.changed.emit()
+
+    sampleCount = notified(int, "_samples", changed)
+
+    @Slot()
+    def removeSamples(self) -> None:
+        """The first run's sample work orders go, all of them, in one step."""
+        self._tasks.start(self._remove_samples(), "settings-samples")
+
+    async def _remove_samples(self) -> None:
+        removed = await self._carry_out(self._services.operations.remove_samples(), "Not removed")
+        if isinstance(removed, list):
+            self._samples = 0
+            self.changed.emit()
+            self.message.emit(f"Removed {len(removed)} sample work orders.")
 
     notifications = notified(bool, "_notifications", changed)
 

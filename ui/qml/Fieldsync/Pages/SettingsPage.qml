@@ -39,6 +39,14 @@ FsPage {
               : "Nothing is shown outside the app: what needs you waits in the status bar."
         Layout.fillWidth: true
     }
+    FsButton {
+        objectName: "removeSamplesButton"
+        visible: page.vm.sampleCount > 0
+        text: "Remove the " + page.vm.sampleCount + " sample work orders"
+        Layout.fillWidth: true
+        Layout.topMargin: Theme.spacingS
+        onClicked: page.vm.removeSamples()
+    }
     FsHeading { text: "Data folder"; Layout.topMargin: Theme.spacingS; Layout.fillWidth: true }
     FsLabel {
         objectName: "dataDirLabel"
