@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from server.console import (
+    audit,
     conflicts,
     failed,
     fleet,
@@ -32,7 +33,17 @@ _STATIC = Path(__file__).parent / "static"
 def mount_console(app: FastAPI, settings: Settings, store: Store) -> None:
     """Serve the console under `/console/` from the same process, database and settings."""
     app.state.console = ConsoleState(settings=settings, store=store, tables=console_tables(store))
-    for module in (signin, home, people, fleet, failed, conflicts, work_orders, work_order):
+    for module in (
+        signin,
+        home,
+        people,
+        fleet,
+        failed,
+        conflicts,
+        work_orders,
+        work_order,
+        audit,
+    ):
         app.include_router(module.router, prefix="/console", include_in_schema=False)
     app.mount("/console/static", StaticFiles(directory=_STATIC), name="console-static")
 
