@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.states import AttachmentState, Connectivity, JobState
+from app.states import AttachmentState, ConflictKind, Connectivity, JobState
 
 __all__ = [
     "AuthRequired",
@@ -85,7 +85,7 @@ class ConnectivityChanged:
 class ConflictRaised:
     entity_id: str
     job_id: int
-    kind: str  # version | deleted_on_server | edited_on_server
+    kind: ConflictKind
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ __all__ = [
     "AttachmentState",
     "AttemptOutcome",
     "BadgeKind",
+    "ConflictKind",
+    "ConflictStatus",
     "Connectivity",
     "JobState",
     "JobStatus",
@@ -78,6 +80,39 @@ class BadgeKind(enum.StrEnum):
     SENDING = "sending"
     PENDING = "pending"
     SYNCED = "synced"
+
+
+class ConflictKind(enum.StrEnum):
+    """What kind of disagreement a refused edit met (the ``conflicts.kind`` column): the
+    conflict screen's headline. Decided by `app.sync.merge.conflict_kind`."""
+
+    #: Both sides edited the work order.
+    VERSION = "version"
+    #: We edited it; the server deleted it meanwhile.
+    DELETED_ON_SERVER = "deleted_on_server"
+    #: We deleted it; the server edited it meanwhile.
+    EDITED_ON_SERVER = "edited_on_server"
+    #: We created it; the server already holds a work order with that id.
+    EXISTS = "exists"
+
+
+class ConflictStatus(enum.StrEnum):
+    """Where a conflict is on its way to being settled (the ``conflicts.status`` column):
+    OPEN (the person's to resolve), ESCALATING (sent for review, not yet acknowledged),
+    ESCALATED (an admin's review holds it), RESOLVED."""
+
+    OPEN = "open"
+    ESCALATING = "escalating"
+    ESCALATED = "escalated"
+    RESOLVED = "resolved"
+
+    @classmethod
+    def unsettled(cls) -> tuple[ConflictStatus, ...]:
+        return (cls.OPEN, cls.ESCALATING, cls.ESCALATED)
+
+    @classmethod
+    def in_review(cls) -> tuple[ConflictStatus, ...]:
+        return (cls.ESCALATING, cls.ESCALATED)
 
 
 class AttemptOutcome(enum.StrEnum):

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import peewee as pw
 
+from app.states import ConflictKind
 from app.store.backoff import BackoffPolicy
 
 __all__ = [
@@ -96,7 +97,7 @@ class ConflictHold:
     (a row of ``conflicts``, the conflict screen's source)."""
 
     entity_key: str
-    kind: str  # version | deleted_on_server | edited_on_server | exists
+    kind: ConflictKind
     op: str
     base: dict[str, Any] | None
     mine: dict[str, Any]

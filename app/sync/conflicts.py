@@ -16,6 +16,7 @@ from app.attachments.files import AttachmentFiles
 from app.attachments.retention import forget_departed
 from app.mutations import intended_fields
 from app.records import EDITABLE_FIELDS, printable
+from app.states import ConflictKind, ConflictStatus
 from app.store.cache import apply_server_record
 from app.store.db import connection
 from app.store.errors import InvalidEditError, storage_errors
@@ -29,7 +30,7 @@ NOTE_MAX = 2000
 __all__ = ["ConflictView", "Conflicts", "FieldView"]
 
 Choice = Literal["mine", "theirs", "restore"]
-OPEN_STATUSES = ("open", "escalating", "escalated")
+OPEN_STATUSES = ConflictStatus.unsettled()
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,9 @@ class FieldView:
 class ConflictView:
     job_id: int
     entity_id: str
-    kind: str  # version | deleted_on_server | edited_on_server | exists
+    kind: ConflictKind
     op: str
-    status: str  # open | escalating | escalated | resolved
+    status: ConflictStatus
     title: str
     fields: tuple[FieldView, ...]
     server_version: int
@@ -90,7 +91,7 @@ class Conflicts:
     # -- reads -------------------------------------------------------------------------------
 
     def views(self, *, include_resolved: bool = False) -> list[ConflictView]:
-        statuses = (*OPEN_STATUSES, "resolved") if include_resolved else OPEN_STATUSES
+        statuses = (*OPEN_STATUSES, ConflictStatus.RESOLVED) if include_resolved else OPEN_STATUSES
         marks = ", ".join("?" for _ in statuses)
         with storage_errors(self.store.path):
             rows = (
@@ -138,9 +139,9 @@ class Conflicts:
         return ConflictView(
             job_id=row["job_id"],
             entity_id=row["entity_key"],
-            kind=row["kind"],
+            kind=ConflictKind(row["kind"]),
             op=row["op"],
-            status=row["status"],
+            status=ConflictStatus(row["status"]),
             title=str(mine.get("title") or server.get("title") or ""),
             fields=tuple(fields),
             server_version=int(server.get("version") or 0),
@@ -158,7 +159,7 @@ class Conflicts:
         """Decide a conflict. Returns ``resent`` (a merged change is queued) or ``discarded``
         (the server's record stands)."""
         view = self.get(job_id)
-        if view.status == "resolved":
+        if view.status == ConflictStatus.RESOLVED:
             raise InvalidEditError(f"conflict {job_id} is already resolved")
         picks = self._picks(view, choice)
         server = {f.name: f.server for f in view.fields}
@@ -167,7 +168,7 @@ class Conflicts:
             if f.state == "mine":
                 final[f.name] = f.mine
         if choice == "restore" or (
-            view.kind == "deleted_on_server" and picks.get("deleted") == "mine"
+            view.kind == ConflictKind.DELETED_ON_SERVER and picks.get("deleted") == "mine"
         ):
             final["deleted"] = False
         patch = {name: value for name, value in final.items() if value != server.get(name)}
@@ -251,7 +252,7 @@ class Conflicts:
             except ValueError as exc:
                 raise InvalidEditError(f"note: {exc}") from None
         view = self.get(job_id)
-        if view.status != "open":
+        if view.status != ConflictStatus.OPEN:
             raise InvalidEditError(f"conflict {job_id} is {view.status}, not open")
         self.store.queue.escalate(job_id, note)
 

@@ -14,6 +14,7 @@ from app.attachments.retention import forget_departed
 from app.credentials import scrub
 from app.mutations import intended_fields
 from app.records import server_record_problem
+from app.states import ConflictKind
 from app.store.cache import apply_server_record, apply_server_records
 from app.store.db import WriteTransaction
 from app.store.queue import ClaimedJob, Outcome
@@ -45,7 +46,7 @@ class DeliveryReport:
     retried: int = 0
     dead: int = 0
     auto_merged: int = 0
-    conflicts: list[tuple[int, str, str]] = field(default_factory=list)  # job, entity, kind
+    conflicts: list[tuple[int, str, ConflictKind]] = field(default_factory=list)  # job, entity
     auth_failed: bool = False
     transient_errors: list[str] = field(default_factory=list)
     entity_ids: set[str] = field(default_factory=set)

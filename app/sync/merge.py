@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.records import EDITABLE_FIELDS
+from app.states import ConflictKind
 from app.store.jobs import ConflictHold
 
 __all__ = [
@@ -80,15 +81,15 @@ def intent_applied(op: str, fields: dict[str, Any], current: dict[str, Any]) -> 
     return all(current.get(name) == value for name, value in fields.items())
 
 
-def conflict_kind(op: str, mine: dict[str, Any], server: dict[str, Any]) -> str:
+def conflict_kind(op: str, mine: dict[str, Any], server: dict[str, Any]) -> ConflictKind:
     """What kind of disagreement a refused edit met: the conflict screen's headline."""
     if op == "create":
-        return "exists"
+        return ConflictKind.EXISTS
     if op == "delete":
-        return "edited_on_server"
+        return ConflictKind.EDITED_ON_SERVER
     if server.get("deleted") and not mine.get("deleted"):
-        return "deleted_on_server"
-    return "version"
+        return ConflictKind.DELETED_ON_SERVER
+    return ConflictKind.VERSION
 
 
 def conflict_hold(
@@ -102,7 +103,7 @@ def conflict_hold(
     """What the queue keeps of a conflict for the person who settles it."""
     kind = conflict_kind(op, mine, server)
     overlapping = tuple(merge.overlapping)
-    if kind != "version" and not overlapping:
+    if kind != ConflictKind.VERSION and not overlapping:
         # A delete against an edit, or an edit against a delete: always a person's call.
         overlapping = ("deleted",)
     return ConflictHold(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.states import ConflictKind, ConflictStatus
 from app.sync.conflicts import Conflicts, ConflictView
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
@@ -27,10 +28,14 @@ _STATE_TEXT = {
     "same": "Unchanged",
 }
 _KIND_TEXT = {
-    "version": "Someone else changed this work order while you were editing it.",
-    "deleted_on_server": "This work order was deleted on the server while you edited it.",
-    "edited_on_server": "You deleted this work order, but someone edited it on the server.",
-    "exists": "A work order with this id already exists on the server.",
+    ConflictKind.VERSION: "Someone else changed this work order while you were editing it.",
+    ConflictKind.DELETED_ON_SERVER: (
+        "This work order was deleted on the server while you edited it."
+    ),
+    ConflictKind.EDITED_ON_SERVER: (
+        "You deleted this work order, but someone edited it on the server."
+    ),
+    ConflictKind.EXISTS: "A work order with this id already exists on the server.",
 }
 
 
@@ -88,7 +93,7 @@ class ConflictViewModel(FieldChoiceViewModel[ConflictView]):
                 "jobId": v.job_id,
                 "title": v.title or v.entity_id[:8],
                 "text": _KIND_TEXT.get(v.kind, v.kind),
-                "waiting": v.status != "open",
+                "waiting": v.status != ConflictStatus.OPEN,
             }
             for v in self._open
         ]
@@ -109,7 +114,7 @@ class ConflictViewModel(FieldChoiceViewModel[ConflictView]):
         who = view.server_updated_by or "someone"
         at = iso_when(view.server_updated_at) if view.server_updated_at else "an unknown time"
         text = f"{_KIND_TEXT.get(view.kind, view.kind)} Server side changed by {who} at {at}."
-        if view.status != "open":
+        if view.status != ConflictStatus.OPEN:
             text += " Waiting for an admin's review."
         elif view.review_problem:
             text += f" The admin review could not be opened: {view.review_problem}."
@@ -117,7 +122,7 @@ class ConflictViewModel(FieldChoiceViewModel[ConflictView]):
 
     @Property(bool, notify=changed)
     def waitingForReview(self) -> bool:
-        return self._current is not None and self._current.status != "open"
+        return self._current is not None and self._current.status != ConflictStatus.OPEN
 
     @Property(list, notify=changed)
     def fields(self) -> list[dict[str, Any]]:
@@ -156,7 +161,7 @@ class ConflictViewModel(FieldChoiceViewModel[ConflictView]):
 
     @Property(bool, notify=changed)
     def canRestore(self) -> bool:
-        return self._current is not None and self._current.kind == "deleted_on_server"
+        return self._current is not None and self._current.kind == ConflictKind.DELETED_ON_SERVER
 
     @Property(str, notify=changed)
     def raisedAt(self) -> str:
