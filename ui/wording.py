@@ -6,10 +6,14 @@ import datetime as dt
 import time
 from typing import Any
 
+from app.records import EDITABLE_FIELDS
 from app.states import Connectivity, Reason
 
 __all__ = [
     "CONNECTIVITY_WORDS",
+    "FIELD_LABELS",
+    "PRIORITY_WORDS",
+    "STATUS_WORDS",
     "ago",
     "field_label",
     "last_synced",
@@ -125,6 +129,18 @@ def when(timestamp: float | None, now: float | None = None) -> str:
 def field_label(name: str) -> str:
     """A work order's field as the screens name it: "due_date" is "Due date"."""
     return name.replace("_", " ").capitalize()
+
+
+#: Every editable field's label, as every screen shows it (QML reads it from a view-model).
+FIELD_LABELS: dict[str, str] = {name: field_label(name) for name in EDITABLE_FIELDS}
+#: A work order's status in words, in the order a choice lists them.
+STATUS_WORDS: dict[str, str] = {
+    "open": "Open",
+    "in_progress": "In progress",
+    "done": "Done",
+    "cancelled": "Cancelled",
+}
+PRIORITY_WORDS: dict[str, str] = {"low": "Low", "normal": "Normal", "high": "High"}
 
 
 def value_in_words(value: Any) -> str:

@@ -205,6 +205,14 @@ def test_search_page_pages_through_the_server_opens_and_keeps_a_result_offline(
 
     rows = {r["title"]: r for r in app_vm.search.results}
     assert rows["Pump check own"]["offlineText"] == "Available offline"
+    # An online-only result opens on this page, its fields named as the editor names them
+    # (the labels come from Python: `ui.wording.FIELD_LABELS`).
+    app_vm.search.openResult(rows["Pump check 08"]["entityId"])
+    run.pause(0.1)
+    for label in ("Status", "Site", "Assignee", "Team", "Notes"):
+        assert shows(window, label), label
+    app_vm.search.closeResult()
+    run.pause(0.1)
     # Keep one offline from its result: it arrives on this device and then opens in the editor.
     other = rows["Pump check 07"]["entityId"]
     index = [r["entityId"] for r in app_vm.search.results].index(other)

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from typing import get_args
 
 import pytest
 
+from app.records import EDITABLE_FIELDS, Priority, Status
 from app.states import Connectivity, Reason
-from ui.wording import CONNECTIVITY_WORDS, iso_when, reason_in_words, when
+from ui.wording import (
+    CONNECTIVITY_WORDS,
+    FIELD_LABELS,
+    PRIORITY_WORDS,
+    STATUS_WORDS,
+    iso_when,
+    reason_in_words,
+    when,
+)
 
 # A fixed "now": Tuesday 1 December 2026, 10:30 local time.
 NOW = dt.datetime(2026, 12, 1, 10, 30).timestamp()
@@ -81,3 +91,17 @@ def test_a_reason_code_is_worded_with_the_recorded_words_after_it(
     code: str | None, detail: str | None, words: str
 ) -> None:
     assert reason_in_words(code, detail) == words
+
+
+def test_every_status_priority_and_field_has_its_words() -> None:
+    # One table each, covering exactly what the record schema allows.
+    assert tuple(STATUS_WORDS) == get_args(Status)
+    assert STATUS_WORDS == {
+        "open": "Open",
+        "in_progress": "In progress",
+        "done": "Done",
+        "cancelled": "Cancelled",
+    }
+    assert tuple(PRIORITY_WORDS) == get_args(Priority)
+    assert set(FIELD_LABELS) == set(EDITABLE_FIELDS)
+    assert (FIELD_LABELS["site"], FIELD_LABELS["due_date"]) == ("Site", "Due date")

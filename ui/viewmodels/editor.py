@@ -31,7 +31,7 @@ from ui.viewmodels.badges import badge_for
 from ui.viewmodels.base import ViewModel, notified
 from ui.viewmodels.drafts import DraftKeeper
 from ui.viewmodels.form import BLANK, FIELDS, as_form, check_form, follow_server
-from ui.wording import field_label
+from ui.wording import FIELD_LABELS, PRIORITY_WORDS, STATUS_WORDS, field_label
 
 __all__ = ["FIELDS", "EditorViewModel"]
 
@@ -433,16 +433,21 @@ class EditorViewModel(ViewModel):
 
     @Property(list, constant=True)
     def statusValues(self) -> list[str]:
-        return ["open", "in_progress", "done", "cancelled"]
+        return list(STATUS_WORDS)
 
     @Property(list, constant=True)
     def statusLabels(self) -> list[str]:
-        return ["Open", "In progress", "Done", "Cancelled"]
+        return list(STATUS_WORDS.values())
 
     @Property(list, constant=True)
     def priorityValues(self) -> list[str]:
-        return ["low", "normal", "high"]
+        return list(PRIORITY_WORDS)
 
     @Property(list, constant=True)
     def priorityLabels(self) -> list[str]:
-        return ["Low", "Normal", "High"]
+        return list(PRIORITY_WORDS.values())
+
+    @Property("QVariantMap", constant=True)
+    def fieldLabels(self) -> dict[str, str]:
+        """Each field's label by its name, for the form (QML names no field itself)."""
+        return dict(FIELD_LABELS)

@@ -25,7 +25,7 @@ from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.base import Refused, ViewModel, notified
 from ui.viewmodels.scope import offline_mark, subtitle
-from ui.viewmodels.workorders import STATUS_LABELS
+from ui.wording import FIELD_LABELS, STATUS_WORDS
 
 __all__ = ["PAGE_SIZE", "SearchViewModel"]
 
@@ -198,6 +198,11 @@ class SearchViewModel(ViewModel):
 
     query = notified(str, "_query", changed)
 
+    @Property("QVariantMap", constant=True)
+    def fieldLabels(self) -> dict[str, str]:
+        """Each field's label by its name, for the opened result (QML names no field)."""
+        return dict(FIELD_LABELS)
+
     @Property(bool, notify=changed)
     def canSearch(self) -> bool:
         services = self._services
@@ -260,7 +265,7 @@ class SearchViewModel(ViewModel):
         return {
             "entityId": record["id"],
             "title": str(record.get("title") or ""),
-            "statusText": STATUS_LABELS.get(status, status),
+            "statusText": STATUS_WORDS.get(status, status),
             "subtitle": subtitle(record),
             "held": held,
             "pinned": bool(record.get("pinned")),

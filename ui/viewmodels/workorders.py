@@ -27,19 +27,13 @@ from ui.viewmodels.scope import (
     out_of_scope_detail,
     subtitle,
 )
+from ui.wording import STATUS_WORDS
 
 __all__ = ["STATUS_FILTERS", "WorkOrderListModel"]
 
 PAGE_SIZE = 100
 #: (value, label) for the status filter; "" means every status.
-STATUS_FILTERS = (
-    ("", "All"),
-    ("open", "Open"),
-    ("in_progress", "In progress"),
-    ("done", "Done"),
-    ("cancelled", "Cancelled"),
-)
-STATUS_LABELS = {value: label for value, label in STATUS_FILTERS if value}
+STATUS_FILTERS = (("", "All"), *STATUS_WORDS.items())
 
 
 def _load_page(
@@ -354,7 +348,7 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         if name == "scopeText":
             return NO_LONGER_ASSIGNED if row.get("no_longer_assigned") else ""
         if name == "statusText":
-            return STATUS_LABELS.get(row["status"], row["status"])
+            return STATUS_WORDS.get(row["status"], row["status"])
         if name == "pendingEdits":
             return int(row["pending_edits"])
         if name in ("attachmentCount", "attachmentsWaiting"):

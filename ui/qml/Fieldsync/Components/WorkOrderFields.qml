@@ -20,6 +20,8 @@ ColumnLayout {
     property var statusLabels: []
     property var priorityValues: []
     property var priorityLabels: []
+    // Each field's label by its name, from the view-model (`ui.wording.FIELD_LABELS`).
+    property var fieldLabels: ({})
     signal edited(string name, string value)
     spacing: Theme.spacingS
 
@@ -27,7 +29,7 @@ ColumnLayout {
 
     FsField {
         visible: form.has("title")
-        label: "Title"
+        label: form.fieldLabels.title || ""
         hint: "required"
         inputName: form.prefix + "titleField"
         errorName: form.prefix + "titleError"
@@ -38,7 +40,7 @@ ColumnLayout {
     }
     FsField {
         visible: form.has("site")
-        label: "Site"
+        label: form.fieldLabels.site || ""
         inputName: form.prefix + "siteField"
         errorName: form.prefix + "siteError"
         text: form.fields.site || ""
@@ -54,7 +56,7 @@ ColumnLayout {
         rowSpacing: Theme.spacingS
         FsChoiceField {
             visible: form.has("status")
-            label: "Status"
+            label: form.fieldLabels.status || ""
             inputName: form.prefix + "statusBox"
             errorName: form.prefix + "statusError"
             choices: form.statusLabels
@@ -67,7 +69,7 @@ ColumnLayout {
         }
         FsChoiceField {
             visible: form.has("priority")
-            label: "Priority"
+            label: form.fieldLabels.priority || ""
             inputName: form.prefix + "priorityBox"
             errorName: form.prefix + "priorityError"
             choices: form.priorityLabels
@@ -80,7 +82,7 @@ ColumnLayout {
         }
         FsField {
             visible: form.has("assignee")
-            label: "Assignee"
+            label: form.fieldLabels.assignee || ""
             inputName: form.prefix + "assigneeField"
             // A user name: no capital first letter, no word suggestions.
             inputMethodHints: Qt.ImhNoAutoUppercase | Qt.ImhPreferLowercase | Qt.ImhNoPredictiveText
@@ -95,7 +97,7 @@ ColumnLayout {
         FsField {
             // Beside the assignee: the team a work order belongs to (issue 16).
             visible: form.has("team") && form.fields.team !== undefined
-            label: "Team"
+            label: form.fieldLabels.team || ""
             inputName: form.prefix + "teamField"
             inputMethodHints: Qt.ImhNoAutoUppercase | Qt.ImhPreferLowercase | Qt.ImhNoPredictiveText
             errorName: form.prefix + "teamError"
@@ -109,7 +111,7 @@ ColumnLayout {
         FsDateField {
             // Picked from a calendar: a touch keyboard has no good way to type a date.
             visible: form.has("due_date")
-            label: "Due date"
+            label: form.fieldLabels.due_date || ""
             inputName: form.prefix + "dueDateField"
             errorName: form.prefix + "dueDateError"
             text: form.fields.due_date || ""
@@ -123,7 +125,7 @@ ColumnLayout {
 
     FsAreaField {
         visible: form.has("notes")
-        label: "Notes"
+        label: form.fieldLabels.notes || ""
         inputName: form.prefix + "notesField"
         errorName: form.prefix + "notesError"
         text: form.fields.notes || ""

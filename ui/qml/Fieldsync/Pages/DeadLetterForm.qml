@@ -87,6 +87,7 @@ ColumnLayout {
         statusLabels: form.app.editor.statusLabels
         priorityValues: form.app.editor.priorityValues
         priorityLabels: form.app.editor.priorityLabels
+        fieldLabels: form.app.editor.fieldLabels
         Layout.fillWidth: true
         onEdited: (name, value) => form.vm.setFormField(name, value)
     }

@@ -73,6 +73,7 @@ FsPage {
         statusLabels: page.vm.statusLabels
         priorityValues: page.vm.priorityValues
         priorityLabels: page.vm.priorityLabels
+        fieldLabels: page.vm.fieldLabels
         Layout.fillWidth: true
         onEdited: (name, value) => page.vm.setField(name, value)
     }

@@ -92,11 +92,11 @@ FsPage {
                 label: "Online only: not on this device. Keep it offline to have it here and edit it."
                 Layout.fillWidth: true
             }
-            FsValue { side: "Status"; text: page.current.statusText || "" }
-            FsValue { side: "Site"; text: page.current.site || "" }
-            FsValue { side: "Assignee"; text: page.current.assignee || "" }
-            FsValue { side: "Team"; text: page.current.team || "" }
-            FsValue { side: "Notes"; text: page.current.notes || "" }
+            FsValue { side: page.vm.fieldLabels.status; text: page.current.statusText || "" }
+            FsValue { side: page.vm.fieldLabels.site; text: page.current.site || "" }
+            FsValue { side: page.vm.fieldLabels.assignee; text: page.current.assignee || "" }
+            FsValue { side: page.vm.fieldLabels.team; text: page.current.team || "" }
+            FsValue { side: page.vm.fieldLabels.notes; text: page.current.notes || "" }
             FsActionGrid {
                 maxColumns: 2
                 FsButton {
