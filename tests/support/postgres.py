@@ -84,17 +84,25 @@ class PostgresCluster:
             "-E", "UTF8", "--no-locale", "--no-sync",
         )  # fmt: skip
         options = [
-            f"-p {self.port}",
             "-c listen_addresses=127.0.0.1",
             f"-k {self.root}",
             "-c max_connections=300",
         ]
         if not self.durable:
             options += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
-        self._run(
-            str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log),
-            "-o", " ".join(options), "-w", "-t", "60", "start",
-        )  # fmt: skip
+        # Another process (a second pytest-xdist worker, say) may take the free port between
+        # `_free_port` and the bind: then try another one.
+        for attempt in range(3):
+            try:
+                self._run(
+                    str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log),
+                    "-o", " ".join([f"-p {self.port}", *options]), "-w", "-t", "60", "start",
+                )  # fmt: skip
+                return
+            except RuntimeError as error:
+                if attempt == 2 or "already in use" not in str(error):
+                    raise
+                self.port = _free_port()
 
     def stop(self) -> None:
         with contextlib.suppress(Exception):
