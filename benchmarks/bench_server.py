@@ -45,8 +45,9 @@ class ServerProcess:
         self.base_url = f"http://127.0.0.1:{self.port}"
         self._process: subprocess.Popen[bytes] | None = None
 
-    def add_device(self, name: str) -> str:
-        return provision_device(self.db_url, name)
+    def add_device(self, name: str, *, user: str | None = None) -> str:
+        """A worker device (of person `user`, else its own person); its bearer token."""
+        return provision_device(self.db_url, name, user=user)
 
     def command(self) -> list[str]:
         """The server's argv (a subclass runs another program serving the same API)."""

@@ -56,7 +56,7 @@ from queue_subjects import (  # a sibling script module
     make_subject,
     schema_ddl,
 )
-from results_file import add_json_option, write_results
+from results_file import SMOKE_HELP, add_json_option, run_mode, write_results
 
 from app.records import PAYLOAD_SCHEMA_VERSION
 from app.store.db import DB_FILENAME
@@ -78,6 +78,9 @@ FRAME_OPS = 40  # operations whose WAL pages are counted (well under the 1000-pa
 WAL_HEADER, FRAME_HEADER = 32, 24
 MIN_ROUNDS = 5  # chunks per system a phase always takes, whatever the budget
 CHUNK = 10  # single ops timed together before the next system takes its turn
+#: The code these figures depend on: report.py --check fails once it changes after the
+#: commit a results file measured (benchmarks/staleness.py).
+MEASURES = ("benchmarks/queue_bench.py", "benchmarks/queue_subjects.py", "app/store/")
 RESULTS_NAME = "queue_bench"
 
 
@@ -108,6 +111,16 @@ QUICK = Plan(
     rebuild_latency_tables=False,
     throughput_budget=30.0,
     total_budget=50.0,
+)
+SMOKE = Plan(
+    runs=1,
+    ops=CHUNK * 2,
+    batch_jobs=200,
+    warmup=5,
+    latency_runs=1,
+    latency_samples=5,
+    rebuild_latency_tables=False,
+    min_runs=1,
 )
 FULL = Plan(
     runs=9,
@@ -458,10 +471,12 @@ def print_report(result: dict[str, Any], plan: Plan, mode: str, counts: tuple[in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs; under a minute")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     add_json_option(parser, RESULTS_NAME)
     parser.add_argument("--verbose", action="store_true", help="print every run's figure")
     args = parser.parse_args(argv)
-    plan = QUICK if args.quick else FULL
+    mode = run_mode(args)
+    plan = {"smoke": SMOKE, "quick": QUICK, "full": FULL}[mode]
     began = time.perf_counter()
     ddl = schema_ddl()
     defaults = peer_default_pragmas()
@@ -487,7 +502,6 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, notes in PEER_NOTES.items():
         pragmas[name] = {"default": defaults[name], "benchmarked": probe[name], **notes}
-    mode = "quick" if args.quick else "full"
     counts = (len(throughput["enqueue"]["fieldsync"]), len(latency["1000"]))
     result: dict[str, Any] = {
         "mode": mode,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from results_file import RESULTS_DIR, read_results
+from staleness import GitUnavailable, stale_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = tuple(
@@ -78,8 +79,16 @@ class Run:
         return (
             f"`{self.envelope['command']}` on {machine.get('hostname', '?')} "
             f"({machine.get('cpus', '?')} CPUs, Python {machine.get('python', '?')}, "
-            f"{machine.get('platform', '?')}{load}), {when}"
+            f"{machine.get('platform', '?')}{load}), {when}, {self.code()}"
         )
+
+    def code(self) -> str:
+        """Which commit ran (the code the figures describe)."""
+        commit = self.envelope.get("commit")
+        if not commit:
+            return "commit not recorded"
+        dirty = " with uncommitted changes" if self.envelope.get("dirty") else ""
+        return f"commit {commit[:10]}{dirty}"
 
 
 def _shown(path: Path) -> str:
@@ -971,8 +980,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("documents", nargs="*", type=Path, default=list(DOCUMENTS))
     args = parser.parse_args(argv)
     failed = False
+    shown: set[str] = set()
     for path in args.documents:
         text = path.read_text()
+        shown |= {m["name"] for m in MARKERS.finditer(text) if m["name"] in BLOCKS}
         new, problems = render_document(path, text, args.results)
         for problem in problems:
             stale = problem.reason == "differs from its results"
@@ -983,7 +994,41 @@ def main(argv: list[str] | None = None) -> int:
         if not args.check and new != text:
             path.write_text(new)
             print(f"rewrote {_shown(path)}")
+    sources = sorted({source for name in shown for source in BLOCKS[name].sources})
+    for reason in stale_results(sources, args.results):
+        failed = True
+        print(reason, file=sys.stderr)
     return 1 if failed else 0
+
+
+def stale_results(sources: Iterable[str], directory: Path) -> list[str]:
+    """Each results file among `sources` that is older than its code, and why (a missing
+    or broken file is the blocks' problem, said above). Without git history, one note.
+
+    A file from before results carried their commit cannot be judged: a note says so (and its
+    blocks say "commit not recorded") until its benchmark runs again and stamps it."""
+    found = []
+    for source in sources:
+        try:
+            run = Run(source, directory)
+        except MissingFigures:
+            continue
+        rerun = f"run `{COMMANDS[source]}`"
+        if not run.envelope.get("commit"):
+            print(
+                f"note: {_shown(run.path)} records no commit (written before results carried "
+                f"one), so it is not checked against its code; {rerun} to stamp it",
+                file=sys.stderr,
+            )
+            continue
+        try:
+            reason = stale_reason(source, run.envelope)
+        except GitUnavailable as why:
+            print(f"note: results not checked against their code: {why}", file=sys.stderr)
+            return []
+        if reason:
+            found.append(f"{_shown(run.path)}: stale: {reason}; {rerun}")
+    return found
 
 
 if __name__ == "__main__":

@@ -1,10 +1,15 @@
 """Where benchmark and chaos runs write their figures: `benchmarks/results/<name>.json`.
 
 Every file has the same envelope, so `benchmarks/report.py` can render any of them and say
-beside each figure which machine ran it and when:
+beside each figure which machine ran it, when, and on which code:
 
     {"name": ..., "date": ISO-8601 UTC, "command": the argv that ran,
+     "commit": the checked-out commit (40 hex digits; null outside a git clone),
+     "dirty": whether tracked files differed from it (null outside a git clone),
      "machine": {"hostname", "cpus", "python", "platform"}, "results": {...}}
+
+`report.py --check` fails when the code a results file measures changed after its commit
+(benchmarks/staleness.py).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 import os
 import platform
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -22,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+REPO = RESULTS_DIR.parent.parent
 
 
 def machine() -> dict[str, Any]:
@@ -36,6 +43,26 @@ def machine() -> dict[str, Any]:
     }
 
 
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def measured_code() -> dict[str, Any]:
+    """The commit of the code a run measures, and whether tracked files differed from it
+    (then the commit alone does not say what ran: commit the code first, then measure)."""
+    commit = _git("rev-parse", "HEAD")
+    # The results a `make bench` run has written so far are not code.
+    status = ("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results")
+    changes = _git(*status) if commit else None
+    return {"commit": commit, "dirty": None if changes is None else bool(changes)}
+
+
 def write_results(name: str, results: dict[str, Any], path: Path | None = None) -> Path:
     """Write `results` in the shared envelope; the default path is `results/<name>.json`."""
     target = path or RESULTS_DIR / f"{name}.json"
@@ -44,6 +71,7 @@ def write_results(name: str, results: dict[str, Any], path: Path | None = None) 
         "name": name,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        **measured_code(),
         "machine": machine(),
         "results": results,
     }
@@ -57,6 +85,20 @@ def read_results(name: str, directory: Path = RESULTS_DIR) -> dict[str, Any]:
     """The envelope written by `write_results` (raises FileNotFoundError when never run)."""
     data: dict[str, Any] = json.loads((directory / f"{name}.json").read_text())
     return data
+
+
+#: What `--smoke` means in every benchmark: `make test` runs each so (tests/benchmarks/).
+SMOKE_HELP = (
+    "the smallest run that takes every step and writes every figure, in seconds (make test "
+    "runs it); its figures mean nothing"
+)
+
+
+def run_mode(args: argparse.Namespace) -> str:
+    """`smoke`, `quick` or `full`, from a benchmark's `--smoke` and `--quick` flags."""
+    if getattr(args, "smoke", False):
+        return "smoke"
+    return "quick" if getattr(args, "quick", False) else "full"
 
 
 def add_json_option(parser: argparse.ArgumentParser, name: str) -> None:

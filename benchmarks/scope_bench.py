@@ -59,7 +59,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_device import DeviceChild, engine_config, timed_sync  # noqa: E402
 from bench_server import ServerProcess  # noqa: E402
 from cpu_probe import CpuWindow, PostgresWaits, postmaster_pid, tree  # noqa: E402
-from results_file import RunWindow, add_json_option, publish, write_results  # noqa: E402
+from results_file import (  # noqa: E402
+    SMOKE_HELP,
+    RunWindow,
+    add_json_option,
+    publish,
+    run_mode,
+    write_results,
+)
 from seed import NEW_WORKER, Population, provision, seed_work_orders  # noqa: E402
 from seed_cache import cached_seed, keep_seed  # noqa: E402
 
@@ -67,6 +74,19 @@ from app.store.store import Store  # noqa: E402
 from server.db.store import open_store  # noqa: E402
 from tests.support.postgres import PostgresUnavailable, running_postgres  # noqa: E402
 
+#: The code these figures depend on: report.py --check fails once it changes after the
+#: commit a results file measured (benchmarks/staleness.py).
+MEASURES = (
+    "benchmarks/scope_bench.py",
+    "benchmarks/seed.py",
+    "benchmarks/seed_cache.py",
+    "benchmarks/drain_devices.py",
+    "benchmarks/bench_device.py",
+    "benchmarks/bench_server.py",
+    "benchmarks/cpu_probe.py",
+    "app/",
+    "server/",
+)
 HERE = Path(__file__).resolve().parent
 FIRST_SYNC_TARGET_S = 2.0
 SIZE_RATIO_TARGET = 1.5
@@ -91,6 +111,8 @@ QUICK = Plan(sizes=(1_000, 10_000), runs=3, admin_runs_large=1, admin_device_max
              drain_edits=40, drain_runs=1)  # fmt: skip
 FULL = Plan(sizes=(10_000, 1_000_000), runs=5, admin_runs_large=1, admin_device_max=100_000,
             feed_queries=400, drain_edits=100, drain_runs=2)  # fmt: skip
+SMOKE = Plan(sizes=(1_000, 2_000), runs=1, admin_runs_large=1, admin_device_max=2_000,
+             feed_queries=10, drain_edits=2, drain_runs=1)  # fmt: skip
 
 
 class WorkersServer(ServerProcess):
@@ -612,6 +634,7 @@ def merged(parts: list[Path], note: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10,000 work orders at most")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     parser.add_argument(
         "--large", type=int, default=None, metavar="N",
         help="work orders of the larger server (default 1,000,000; 10,000 quick)",
@@ -635,7 +658,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge:
         publish("scope_bench", merged(args.merge, args.note), print_table, args.json)
         return 0
-    plan = QUICK if args.quick else FULL
+    mode = run_mode(args)
+    plan = {"smoke": SMOKE, "quick": QUICK, "full": FULL}[mode]
     if args.large:
         plan = dataclasses.replace(plan, sizes=(plan.sizes[0], args.large))
     window = RunWindow()
@@ -644,8 +668,8 @@ def main(argv: list[str] | None = None) -> int:
         return {
             "backends": backends,
             "metadata": {
-                "mode": "quick" if args.quick else "full",
-                "quick": args.quick,
+                "mode": mode,
+                "quick": mode != "full",
                 "note": args.note,
                 "sizes": list(plan.sizes),
                 "users": Population(work_orders=1).users,

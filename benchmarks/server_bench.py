@@ -13,7 +13,8 @@ hits every measurement alike:
   cursor into a second database of the same schema, committed as the server commits them. Per
   mutation (per 100 for the batch): one transaction inserting the `processing` idempotency
   row(s); then one holding the change counter (`FOR UPDATE` on PostgreSQL) that inserts the
-  record(s) with their change-feed `seq`, marks the idempotency row(s) done with the stored
+  record(s) with their change-feed `seq` and each one's scope entry (its creator's key, as
+  `server.scope.restamp_changed` writes it), marks the idempotency row(s) done with the stored
   response, and advances the counter. No HTTP, no validation, no reads back;
 - healthz: `GET /healthz` median round trip, kept-alive and fresh.
 
@@ -41,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import ServerProcess  # noqa: E402
-from results_file import RunWindow, add_json_option, publish  # noqa: E402
+from results_file import SMOKE_HELP, RunWindow, add_json_option, publish, run_mode  # noqa: E402
 
 from app.records import validate_create  # noqa: E402
 from server.db.store import Store, open_store  # noqa: E402
@@ -50,6 +51,9 @@ from server.records.batch import RECORD_COLUMNS  # noqa: E402
 from server.records.mutations import now_iso, record_columns_json  # noqa: E402
 from tests.support.postgres import PostgresUnavailable, running_postgres  # noqa: E402
 
+#: The code these figures depend on: report.py --check fails once it changes after the
+#: commit a results file measured (benchmarks/staleness.py).
+MEASURES = ("benchmarks/server_bench.py", "benchmarks/bench_server.py", "server/")
 BATCH_SIZE = 100
 FIELDS = {"title": "Inspect valve", "site": "Depot 4", "notes": "x" * 200}
 CONNECTIONS = ("kept_alive", "fresh_connection")
@@ -110,6 +114,8 @@ class RawWriter:
     """The server's writes for `count` creates, `per_commit` per pair of transactions."""
 
     DEVICE_ID = 1
+    #: The bench device's person, who creates every work order (`provision_device`'s default).
+    CREATOR = "bench"
 
     def __init__(self, db_url: str) -> None:
         self.store: Store = open_store(db_url)  # the server's tables, indexes and pragmas
@@ -117,6 +123,7 @@ class RawWriter:
         self.keys = f'"{tables.IdempotencyKey._meta.table_name}"'
         self.records = f'"{tables.WorkOrder._meta.table_name}"'
         self.counter = f'"{tables.ChangeCounter._meta.table_name}"'
+        self.scope = f'"{tables.ScopeEntry._meta.table_name}"'
         self.fields = validate_create(FIELDS)
 
     def close(self) -> None:
@@ -162,12 +169,13 @@ class RawWriter:
                 seq += 1
                 record = {
                     **self.fields, "id": entity_id, "version": 1, "updated_at": now_iso(),
-                    "updated_by": "bench", "seq": seq,
+                    "updated_by": "bench", "seq": seq, "created_by": self.CREATOR,
                 }  # fmt: skip
                 records.append(record)
                 body = json.dumps({"record": record_columns_json(record)})
                 done.append((row_ids[key], token, 201, body))
             self._insert_records(cursor, records)
+            self._insert_scope_entries(cursor, records)
             self._mark_done(cursor, done)
             cursor.execute(
                 f'UPDATE {self.counter} SET "value" = {param} WHERE "name" = {param}',
@@ -184,6 +192,17 @@ class RawWriter:
                 f"INSERT INTO {self.records} ({names}) VALUES "
                 f"{self.store.values_list(len(chunk), width)}",
                 [record[name] for record in chunk for name in RECORD_COLUMNS],
+            )
+
+    def _insert_scope_entries(self, cursor: Any, records: list[dict[str, Any]]) -> None:
+        """The scoped feed's row of each new work order: its creator's key (server/scope.py)."""
+        size = self.store.rows_per_statement(4)
+        for at in range(0, len(records), size):
+            chunk = records[at : at + size]
+            cursor.execute(
+                f'INSERT INTO {self.scope} ("key", "entity_id", "seq", "present") VALUES '
+                f"{self.store.values_list(len(chunk), 4)}",
+                [v for r in chunk for v in (f"u:{self.CREATOR}", r["id"], r["seq"], True)],
             )
 
     def _mark_done(self, cursor: Any, done: list[tuple[int, str, int, str]]) -> None:
@@ -313,11 +332,17 @@ def print_table(results: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small counts, a few minutes")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     add_json_option(parser, "server_bench")
     parser.add_argument("--runs", type=int, default=None)
     args = parser.parse_args(argv)
-    runs = args.runs or (3 if args.quick else 5)
-    single, batch, pings = (200, 2_000, 100) if args.quick else (1_000, 10_000, 300)
+    mode = run_mode(args)
+    runs = args.runs or {"smoke": 1, "quick": 3, "full": 5}[mode]
+    single, batch, pings = {
+        "smoke": (10, 2 * BATCH_SIZE, 5),
+        "quick": (200, 2_000, 100),
+        "full": (1_000, 10_000, 300),
+    }[mode]
 
     window = RunWindow()
     backends: dict[str, Any] = {}
@@ -334,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {
         "backends": backends,
         "metadata": {
-            "mode": "quick" if args.quick else "full",
+            "mode": mode,
             "runs": runs,
             "statistic": "median",
             "single_mutations": single,
@@ -347,8 +372,8 @@ def main(argv: list[str] | None = None) -> int:
             "raw_same_rows": (
                 "bare DB-API cursor, same schema; per mutation (per 100 for batch): one "
                 "transaction inserting the idempotency claim(s), one with the counter lock "
-                "inserting the record(s), marking the claim(s) done with the response, "
-                "advancing the counter"
+                "inserting the record(s) and their creator's scope entry, marking the "
+                "claim(s) done with the response, advancing the counter"
             ),
             "postgresql": "throwaway cluster, durable settings"
             if backends["postgresql"]

@@ -18,9 +18,9 @@ on a free loopback port) so device and server never share a GIL.
   ``POST /v1/mutations/batch`` in 100-item batches from one kept-alive httpx.AsyncClient,
   keeping as many batches in flight as the engine does (``SyncConfig.delivery_pipeline``), no
   device queue.
-- reconcile: the reference client's N records (made by another device) are pulled by a fresh
-  device's engine (``/v1/changes`` pages applied to its cache), timed from the pull's start
-  to its end.
+- reconcile: the reference client's N records (made by another device of the same person, so
+  in the fresh device's scope) are pulled by a fresh device's engine (``/v1/changes`` pages
+  applied to its cache), timed from the pull's start to its end.
 - idle CPU: a worker subprocess with pending edits, its server a closed loopback port; process
   CPU time (user + system, all threads) / wall time over the window.
 
@@ -50,15 +50,26 @@ from typing import Any
 import httpx
 from bench_device import UNLIMITED_RATE, engine_config, timed_sync
 from bench_server import ServerProcess, free_port, temp_dir
-from results_file import add_json_option, write_results
+from results_file import SMOKE_HELP, add_json_option, run_mode, write_results
 
 from app.events import ConnectivityChanged, EventBus
 from app.records import validate_create
 from app.store.store import Store
 from app.sync.engine import SyncConfig, SyncEngine
 
+#: The code these figures depend on: report.py --check fails once it changes after the
+#: commit a results file measured (benchmarks/staleness.py).
+MEASURES = (
+    "benchmarks/sync_bench.py",
+    "benchmarks/bench_device.py",
+    "benchmarks/bench_server.py",
+    "app/",
+    "server/",
+)
 FIELDS = {"title": "Replace pump seal", "site": "Depot 4, bay 2", "notes": "Leaks at 3 bar."}
 BATCH = 100
+#: The person whose two devices the reconcile uses (the reference writes, the reader pulls).
+PERSON = "bench-person"
 DRAIN_TARGET = 0.70
 DRAIN_LIMIT_S = 1800.0
 #: Batches the engine keeps on the wire; the ingest reference keeps as many.
@@ -95,6 +106,15 @@ QUICK = Plan(
     idle_pending=1_000,
     idle_concurrent=True,
 )
+SMOKE = Plan(
+    runs=1,
+    edits=2 * BATCH,
+    single_edits=10,
+    idle_seconds=3.0,
+    idle_pending=20,
+    idle_concurrent=True,
+)
+PLANS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
 
 
 # -- the server process ---------------------------------------------------------------------
@@ -215,8 +235,9 @@ def measure_ingest_then_reconcile(edits: int) -> tuple[float, ReconcileResult]:
         )
     with temp_dir() as root:
         server = ServerProcess(root)
-        token = server.add_device("bench-reference")
-        reader = server.add_device("bench-reader")
+        # A worker's feed carries only its scope: the reader is the reference's person's phone.
+        token = server.add_device("bench-reference", user=PERSON)
+        reader = server.add_device("bench-reader", user=PERSON)
         with server:
             elapsed = asyncio.run(_ingest(server.base_url, token, batches))
             if server_count(server.base_url, token) != edits:
@@ -385,7 +406,8 @@ def spread(values: list[float], fmt: str) -> str:
     return f"{format(min(values), fmt)}–{format(max(values), fmt)}"
 
 
-def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
+def run(plan: Plan, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
+    quick = mode != "full"
     load_start = os.getloadavg()[0]  # other work on the machine skews every figure
     drains: dict[str, dict[str, list[DrainResult]]] = {
         connection: {"batch": [], "single": []} for connection in CONNECTIONS
@@ -440,7 +462,7 @@ def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
         "reconcile_10k_changes_s": round(reconcile_s, 3),
         "idle_cpu_percent_offline": round(idle_percent, 3),
         "metadata": {
-            "mode": "quick" if quick else "full",
+            "mode": mode,
             "runs": plan.runs,
             "statistic": "median",
             "edits_per_drain": {"batch": plan.edits, "single": plan.single_edits},
@@ -453,12 +475,12 @@ def run(plan: Plan, quick: bool, say: Callable[[str], None]) -> dict[str, Any]:
             "keep-alive pool)",
             "reconcile_changes": plan.edits,
             "reconcile_note": (
-                f"quick mode: {plan.edits} changes, not 10,000"
+                f"{mode} mode: {plan.edits} changes, not 10,000"
                 if plan.edits != 10_000
                 else "10,000 changes"
             ),
             "drain_note": (
-                f"quick mode: {plan.edits} edits per batch drain and reference ingest, "
+                f"{mode} mode: {plan.edits} edits per batch drain and reference ingest, "
                 f"{plan.single_edits} per single drain, not 10,000"
                 if quick
                 else f"10,000 edits per batch drain and reference ingest, "
@@ -588,10 +610,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a run under a minute")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     add_json_option(parser, "sync_bench")
     parser.add_argument("--runs", type=int, help="override the number of runs")
     args = parser.parse_args(argv)
-    plan = QUICK if args.quick else FULL
+    plan = PLANS[run_mode(args)]
     if args.runs:
         plan = Plan(**{**plan.__dict__, "runs": args.runs})
 
@@ -599,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line, file=sys.stderr, flush=True)
 
     started = time.perf_counter()
-    results = run(plan, args.quick, say)
+    results = run(plan, run_mode(args), say)
     results["metadata"]["elapsed_s"] = round(time.perf_counter() - started, 1)
     print(f"elapsed {results['metadata']['elapsed_s']:.1f} s")
     if args.json:

@@ -32,11 +32,21 @@ More prose.
 """
 
 
+def git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+HEAD = git("rev-parse", "HEAD")
+
+
 def envelope(results: dict[str, Any], **overrides: Any) -> dict[str, Any]:
     return {
         "name": "queue_bench",
         "date": "2026-12-01T10:05:00+00:00",
         "command": "queue_bench.py --json",
+        "commit": HEAD,
+        "dirty": False,
         "machine": {
             "hostname": "bench-host",
             "cpus": 2,
@@ -101,7 +111,7 @@ def test_check_fails_on_a_changed_figure_and_the_rewrite_restores_it(
     assert rendered.endswith("<!-- report:end queue -->\n\nMore prose.\n")
     # The machine and the date of the run beside its figures.
     assert "`queue_bench.py --json` on bench-host (2 CPUs, Python 3.11.2" in rendered
-    assert "Linux, load 2.5 when written), 2026-12-01 10:05 UTC" in rendered
+    assert f"Linux, load 2.5 when written), 2026-12-01 10:05 UTC, commit {HEAD[:10]}." in rendered
     assert run(capsys, "--check", "--results", results, doc) == (0, "")
 
     doc.write_text(rendered.replace("| 1,234 |", "| 1,235 |"))
@@ -192,3 +202,34 @@ def test_unknown_blocks_and_unclosed_markers_fail(
     assert code == 1
     assert "block 'nonsense': no such block" in err
     assert "block 'queue': a begin marker without its end" in err
+
+
+def test_results_older_than_their_code_fail_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], queue_results: dict[str, Any]
+) -> None:
+    """Measured before the last change to what queue_bench declares (app/store/ among it)."""
+    before = git("rev-parse", f"{git('log', '-1', '--format=%H', '--', 'app/store/')}^")
+    results, doc = queue_document(tmp_path, envelope(queue_results, commit=before))
+    assert run(capsys, "--results", results, doc)[0] == 1  # the rewrite fails too
+    assert f"commit {before[:10]}" in doc.read_text()
+    code, err = run(capsys, "--check", "--results", results, doc)
+    assert code == 1
+    assert f"queue_bench.json: stale: measured at commit {before[:10]}, but its code" in err
+    assert "run `benchmarks/queue_bench.py --json" in err
+
+    write(results, "queue_bench", envelope(queue_results))  # measured again at HEAD
+    assert run(capsys, "--results", results, doc)[0] == 0
+    assert run(capsys, "--check", "--results", results, doc) == (0, "")
+
+
+def test_results_without_a_commit_are_shown_so_and_noted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], queue_results: dict[str, Any]
+) -> None:
+    old = envelope(queue_results)
+    del old["commit"], old["dirty"]
+    results, doc = queue_document(tmp_path, old)
+    code, err = run(capsys, "--results", results, doc)
+    assert code == 0
+    assert "2026-12-01 10:05 UTC, commit not recorded." in doc.read_text()
+    assert "queue_bench.json records no commit" in err
+    assert "run `benchmarks/queue_bench.py --json" in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import subprocess
@@ -17,6 +18,9 @@ from typing import Any
 from benchmarks.results_file import RESULTS_DIR, write_results
 from server.embedded import provision_device
 
+#: The code these figures depend on: report.py --check fails once it changes after the
+#: commit a results file measured (benchmarks/staleness.py).
+MEASURES = ("tests/chaos/", "app/", "server/")
 REPO = Path(__file__).resolve().parents[2]
 LARGE = os.environ.get("FIELDSYNC_CHAOS_SCALE", "").lower() == "large"
 RESULTS_ENV = "FIELDSYNC_CHAOS_RESULTS"
@@ -190,10 +194,14 @@ def record_figures(name: str, figures: dict[str, Any], *, base: str = "chaos") -
     target = results_path(base)
     if target is None:
         return
-    try:
-        sections = dict(json.loads(target.read_text())["results"])
-    except FileNotFoundError:
-        sections = {}
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    sections[name] = {**figures, "scale": "large" if LARGE else "test", "measured_at": stamp}
-    write_results(results_name(base), dict(sorted(sections.items())), target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Chaos tests may run in several pytest-xdist workers: one merges its section at a time.
+    with open(target.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            sections = dict(json.loads(target.read_text())["results"])
+        except FileNotFoundError:
+            sections = {}
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        sections[name] = {**figures, "scale": "large" if LARGE else "test", "measured_at": stamp}
+        write_results(results_name(base), dict(sorted(sections.items())), target)

@@ -1,0 +1,1 @@
+"""Smoke runs of every benchmark."""

@@ -1,0 +1,74 @@
+"""Every benchmark runs at its smallest scale (`--smoke`) and writes a results file that
+`benchmarks/report.py` renders: a benchmark broken by a change fails here, not months later
+when someone tries to measure again."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import report  # noqa: E402
+
+#: Each benchmark and the report block its results file fills.
+BLOCKS = {
+    "queue_bench": "queue",
+    "sync_bench": "sync",
+    "server_bench": "server",
+    "ui_bench": "ui",
+    "upload_bench": "upload",
+    "scope_bench": "scope",
+    "search_bench": "search",
+}
+
+
+def test_every_benchmark_has_a_smoke_run_here() -> None:
+    scripts = {path.stem for path in BENCHMARKS.glob("*_bench.py")}
+    assert scripts == set(BLOCKS)
+    assert {report.BLOCKS[block].sources for block in BLOCKS.values()} == {
+        (name,) for name in BLOCKS
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(BLOCKS))
+def test_a_smoke_run_writes_results_the_report_renders(name: str, tmp_path: Path) -> None:
+    target = tmp_path / "results" / f"{name}.json"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QT_QUICK_BACKEND": "software"}
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / f"{name}.py"), "--smoke", "--json", str(target)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=280,
+        check=False,
+    )
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert f"wrote {target}" in done.stdout
+
+    envelope = json.loads(target.read_text())
+    assert envelope["name"] == name
+    assert envelope["command"] == f"{name}.py --smoke --json {target}"
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert envelope["commit"] == head
+    assert isinstance(envelope["dirty"], bool)
+    results = envelope["results"]
+    mode = results["mode"] if "mode" in results else results["metadata"]["mode"]
+    assert mode == "smoke"
+
+    body, missing = report.render_block(BLOCKS[name], target.parent)
+    assert missing is None, missing
+    assert re.search(rf"`{name}\.py --smoke --json [^`]+` on ", body)
+    assert f"commit {head[:10]}" in body
