@@ -18,7 +18,8 @@ from app.store.store import Store
 from server.embedded import EmbeddedServer
 from tests.support.api import ServerApi
 
-MISSING = str(uuid.uuid4())
+# Fixed, not random: pytest-xdist workers must collect the same test ids.
+MISSING = "00000000-0000-4000-8000-00000000dead"
 
 
 def run(capsys: pytest.CaptureFixture[str], data_dir: Path, *args: str) -> tuple[int, str, str]:
