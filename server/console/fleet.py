@@ -84,7 +84,7 @@ def fleet_rows(store: Store, team: str | None = None) -> list[FleetRow]:
 def _teams(store: Store) -> list[str]:
     devices = store.tables.Device
     query = devices.select(devices.team).where(devices.revoked_at.is_null()).distinct()
-    return sorted(row.team for row in query)
+    return sorted(row.team for row in query if row.team)
 
 
 #: Sort keys of the columns, each with its sort key of a row (None last either way).
