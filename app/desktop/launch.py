@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +43,17 @@ def open_app_on(data_dir: Path, server_url: str, target: str) -> subprocess.Pope
         return None
 
 
-def worker_notifier(engine: Any, data_dir: Path) -> Notifier:
+def worker_notifier(
+    engine: Any, data_dir: Path, *, open_app: Callable[[Path, str, str], object] = open_app_on
+) -> Notifier:
     """The worker's notifier: the setting read through its engine's executor, its actions
-    opening the app."""
+    opening the app (``open_app(data_dir, server_url, target)``)."""
 
     async def enabled() -> bool:
         return bool(await engine.executor.run(load_notifications_enabled, engine.store))
 
     def on_action(target: str) -> None:
-        open_app_on(data_dir, engine.config.server_url, target)
+        open_app(data_dir, engine.config.server_url, target)
 
     notifier = Notifier(enabled=enabled, on_action=on_action)
     notifier.subscribe(engine.events)

@@ -186,3 +186,41 @@ async def _last_id(running: Running) -> int:
     ids = list(running.notifier._ids.values())
     assert ids
     return ids[-1]
+
+
+async def test_the_workers_action_starts_the_app_on_its_page(
+    dbus: PrivateBus, tmp_path: Any
+) -> None:
+    from app.desktop import launch
+    from app.executor import StoreExecutor
+    from app.store.store import Store
+    from app.sync.engine import SyncConfig, SyncEngine
+
+    started: list[list[str]] = []
+
+    def open_app(data_dir: Any, server_url: str, target: str) -> None:
+        started.append(launch.app_command(data_dir, server_url, target))  # no GUI here
+
+    mock = dbus.mock("notification_daemon")
+    executor = StoreExecutor()
+    with Store(tmp_path / "device") as store:
+        engine = SyncEngine(
+            store, SyncConfig(server_url="http://127.0.0.1:9"), token=lambda: "t",
+            executor=executor,
+        )  # fmt: skip
+        notifier = launch.worker_notifier(engine, store.data_dir, open_app=open_app)
+        task = asyncio.create_task(notifier.run())
+        try:
+            engine.events.publish(ConflictRaised("wo-7", 1, "version"))
+            await eventually(lambda: _count(mock, 1))
+            shown = notifier._ids["conflict"]
+            await mock.emit("ActionInvoked", "us", [Variant("u", shown), Variant("s", "default")])
+            await eventually(lambda: _true(len(started) == 1))
+            assert started[0] == launch.app_command(
+                store.data_dir, "http://127.0.0.1:9", "conflict:wo-7"
+            )
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await engine.client.aclose()
+            executor.shutdown()

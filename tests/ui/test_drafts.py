@@ -205,3 +205,21 @@ def _buttons(window: Any) -> list[Any]:
         for item in walk(window.contentItem())
         if item.metaObject().className().startswith("FsButton") and item.isVisible()
     ]
+
+
+def test_back_right_after_save_keeps_the_save_and_asks_nothing(
+    run: Runner, open_window: Open, store: Store
+) -> None:
+    (first,) = add_orders(store, 1)
+    app_vm, window = open_window(360, 720)
+    open_row(run, app_vm, window, 0)
+    type_into(window, find(window, "notesField"), "Saved, then straight back")
+    # Save, and Back before the save has finished: the typing is being saved, not dropped.
+    app_vm.editor.save()
+    assert app_vm.editor.saving
+    app_vm.back()
+    assert not app_vm.askingToDiscardEdits
+    assert app_vm.page == "list"
+    settle(run, app_vm)
+    assert store.cache.get(first)["notes"] == "Saved, then straight back"  # type: ignore[index]
+    assert read_draft(store, first) is None

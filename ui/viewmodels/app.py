@@ -232,8 +232,9 @@ class AppViewModel(QObject):
 
     def _leave_editor(self, go: Callable[[], None]) -> None:
         """Run `go` (a way out of the editor), unless it would drop unsaved typing: then
-        the person is asked first, and `go` waits for `discardEdits`."""
-        if self._page == "editor" and self._editor.dirty:
+        the person is asked first, and `go` waits for `discardEdits`. Typing being saved is
+        not dropped: the save goes on (and its draft keeps the typing if it fails)."""
+        if self._page == "editor" and self._editor.dirty and not self._editor.saving:
             self._leaving = go
             self.askingChanged.emit()
             return

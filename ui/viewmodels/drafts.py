@@ -29,7 +29,7 @@ __all__ = ["PAUSE_MS", "DraftKeeper"]
 
 #: How long after the last keystroke the draft is written: well inside the second the
 #: issue allows, short enough that a kill soon after typing stops finds it.
-PAUSE_MS = 150
+PAUSE_MS = 100
 
 #: What to keep of the form now: (its draft key, the draft; None: nothing typed, remove it).
 Snapshot = Callable[[], tuple[str, Draft | None]]
@@ -77,6 +77,13 @@ class DraftKeeper(ViewModel):
             self._tasks.start(operations.drop_draft(key), "draft-drop")
         else:
             self._tasks.start(operations.keep_draft(draft), "draft-keep")
+
+    def flush(self) -> None:
+        """Write the draft now if a pause is still running (before a save: the save then
+        removes it in its transaction, and a save that fails leaves all of the typing)."""
+        if self._pause.isActive():
+            self._pause.stop()
+            self.on_pause_timeout()
 
     def forget(self) -> None:
         """The form was saved, discarded or replaced: nothing more to write for it, and no

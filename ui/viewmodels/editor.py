@@ -248,8 +248,9 @@ class EditorViewModel(ViewModel):
         # work order before then.
         op = "create" if self.isNew else "update"
         edit = (op, self._entity_id or None, clean, self._server_version)
-        # The save removes the draft; no pause may write it back after.
-        self._drafts.forget()
+        # The draft is written first (the save removes it with the edit, in one transaction):
+        # a save that fails, even after the person left the form, leaves all of the typing.
+        self._drafts.flush()
         self._tasks.start(self._save(self._generation, *edit), "editor-save")
 
     async def _save(
@@ -271,16 +272,16 @@ class EditorViewModel(ViewModel):
         except InvalidEditError as exc:
             self._errors = {"record": str(exc)}
             self.message.emit(f"Not saved: {exc}")
-            self._drafts.typed()  # the typing stays: so does its draft
             return
         except StoreError as exc:
             self.message.emit(f"Not saved: {exc}")
-            self._drafts.typed()
             return
         finally:
             self._saving = False
             self.changed.emit()
         self.saved.emit(result.entity_id)
+        if self._generation == generation:
+            self._drafts.clear()  # saved: no "restored" notice over it any more
         held = False
         if self._generation == generation:  # still on this form: show what was saved
             await self._load(result.entity_id, generation)
