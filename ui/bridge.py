@@ -28,6 +28,7 @@ from app.events import (
     SyncProgress,
     UploadProgress,
 )
+from app.states import Connectivity
 from ui.qt import QObject, Signal
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,7 @@ class Bridge(QObject):
             case SyncProgress(done=done, total=total, phase=phase):
                 self.syncProgress.emit(done, total, phase)
             case AuthRequired(server_url=url, reason=reason):
-                self.connectivity = "signed_out"
+                self.connectivity = Connectivity.SIGNED_OUT
                 self.authRequired.emit(url, reason)
             case OpChanges():
                 self.opChanges.emit(op_changes(event))

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.events import EventBus
 from app.executor import StoreExecutor
+from app.states import Connectivity
 from app.store.store import Store
 from ui.bridge import Bridge
 from ui.qt import QQmlApplicationEngine, QQuickItem
@@ -86,7 +87,7 @@ async def _settle(app_vm: AppViewModel) -> None:
     deadline = time.monotonic() + SETTLE_S
     status = app_vm.status
     while time.monotonic() < deadline:
-        if status.connectivity == "online" and not status.syncing:
+        if status.connectivity == Connectivity.ONLINE and not status.syncing:
             break
         await asyncio.sleep(0.1)
     await app_vm.wait_idle()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from app.attachments import AttachmentOperations
 from app.events import EventBus
 from app.operations import Operations
+from app.states import Connectivity
 from app.store.store import Store
 from app.sync.sync_now import SyncReport
 from ui.bridge import Bridge
@@ -64,7 +65,7 @@ class Services:
     @property
     def online(self) -> bool:
         """The engine last said the server answers."""
-        return self.bridge.connectivity in ("online", "degraded")
+        return self.bridge.connectivity in (Connectivity.ONLINE, Connectivity.DEGRADED)
 
     def __post_init__(self) -> None:
         if self.operations is None:

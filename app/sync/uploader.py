@@ -35,7 +35,7 @@ from app.attachments.uploads import UploadLedger, UploadRow
 from app.events import EventBus, UploadProgress
 from app.executor import StoreExecutor
 from app.metrics import EngineMetrics
-from app.states import AttachmentState, Reason, ReplyKind
+from app.states import AttachmentState, JobStatus, Reason, ReplyKind
 from app.store.jobs import TOPIC_ATTACHMENTS, ClaimedJob, Outcome
 from app.store.store import Store
 from app.sync.config import SyncConfig
@@ -361,7 +361,7 @@ class Uploader(EnginePart):
     ) -> None:
         outcome = _outcome(verdict, http_status, ReplyKind.TRANSIENT)
         status = await self.executor.run(self.ledger.retry, job, outcome, retry_after)
-        if status == "dead":
+        if status == JobStatus.DEAD:
             row = await self.executor.run(self.ledger.load, str(job.payload["attachment_id"]))
             if row is not None:
                 self._progress(row, AttachmentState.FAILED, row.offset, verdict.reason)

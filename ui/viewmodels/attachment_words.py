@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.states import AttachmentState
+
 __all__ = [
     "UploadWords",
     "is_image",
@@ -48,16 +50,20 @@ def state_in_words(upload: UploadWords) -> str:
     with no link, `Waiting for a connection` (and how much of it the server already has):
     "Uploading" while nothing can move would be untrue."""
     match upload.state:
-        case "uploaded":
+        case AttachmentState.UPLOADED:
             return "Uploaded"
-        case "failed":
+        case AttachmentState.FAILED:
             return f"Failed: {upload.reason or 'no reason recorded'}"
         case _ if upload.waits_for_unmetered:
             return "Waiting for Wi-Fi"
         case _ if upload.link_down:
-            sent = percent(upload.offset, upload.size) if upload.state == "uploading" else 0
+            sent = (
+                percent(upload.offset, upload.size)
+                if upload.state == AttachmentState.UPLOADING
+                else 0
+            )
             return "Waiting for a connection" + (f" · {sent} % sent" if sent else "")
-        case "uploading":
+        case AttachmentState.UPLOADING:
             return f"Uploading {percent(upload.offset, upload.size)} %"
         case _:
             return "Waiting to upload"

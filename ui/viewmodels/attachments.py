@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.attachments import AttachmentView
-from app.states import AttachmentState
+from app.states import AttachmentState, Connectivity
 from ui.qt import Property, QObject, QUrl, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.attachment_words import (
@@ -99,7 +99,9 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
             case "stateText":
                 return state_in_words(words)
             case "progress":  # what the server has, also while the upload waits for a link
-                uploading = words.state == "uploading" and not words.waits_for_unmetered
+                uploading = (
+                    words.state == AttachmentState.UPLOADING and not words.waits_for_unmetered
+                )
                 return percent(words.offset, words.size) / 100 if uploading else -1.0
             case "canRetry":
                 return row.state is AttachmentState.FAILED
@@ -117,8 +119,8 @@ class AttachmentListModel(ListViewModel[AttachmentView]):
             offset=row.offset,
             size=row.size,
             reason=row.reason or "",
-            waits_for_unmetered=unsent and (large_waiting or connectivity == "paused"),
-            link_down=unsent and connectivity in ("offline", "unreachable"),
+            waits_for_unmetered=unsent and (large_waiting or connectivity == Connectivity.PAUSED),
+            link_down=unsent and connectivity in (Connectivity.OFFLINE, Connectivity.UNREACHABLE),
         )
 
     # -- the work order ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.states import Connectivity
 from app.store.store import Store
 from app.sync.errors import (
     AuthError,
@@ -33,11 +34,11 @@ PAGE_SIZE = 25
 
 #: Why the search cannot run, by the connectivity state the engine published.
 _NO_CONNECTION = {
-    "offline": "You are offline.",
-    "unreachable": "The server is not answering.",
-    "signed_out": "This device is signed out. Sign in first.",
-    "paused": "Sync is paused on this metered connection.",
-    "stopped": "Sync is not running in this window.",
+    Connectivity.OFFLINE: "You are offline.",
+    Connectivity.UNREACHABLE: "The server is not answering.",
+    Connectivity.SIGNED_OUT: "This device is signed out. Sign in first.",
+    Connectivity.PAUSED: "Sync is paused on this metered connection.",
+    Connectivity.STOPPED: "Sync is not running in this window.",
     "": "Sync is not running in this window.",
 }
 
@@ -181,7 +182,7 @@ class SearchViewModel(ViewModel):
             self.changed.emit()
 
     def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
-        if state in ("online", "degraded"):
+        if state in (Connectivity.ONLINE, Connectivity.DEGRADED):
             self._unreachable = False
         self.changed.emit()
 
@@ -214,7 +215,7 @@ class SearchViewModel(ViewModel):
         if self.canSearch:
             return ""
         state = self._services.bridge.connectivity if self._services.finder else ""
-        if self._unreachable and state in ("online", "degraded"):
+        if self._unreachable and state in (Connectivity.ONLINE, Connectivity.DEGRADED):
             state = "unreachable"
         why = _NO_CONNECTION.get(state, "The server has not answered yet.")
         return (

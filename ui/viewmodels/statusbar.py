@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.states import Connectivity, JobStatus
 from app.store.deadletters import last_synced_at
 from app.store.stats import outstanding_depth
 from app.store.store import Store
@@ -40,7 +41,10 @@ class StatusBarViewModel(ViewModel):
         super().__init__(parent)
         self._services = services
         self._clock = services.clock
-        self._connectivity = "connecting" if services.engine is not None else "stopped"
+        # The last state the engine published, as the bridge carries it (a plain string).
+        self._connectivity: str = (
+            Connectivity.CONNECTING if services.engine is not None else Connectivity.STOPPED
+        )
         self._reason = ""
         self._depth: dict[str, int] = {}
         self._oldest_age: float | None = None
@@ -73,13 +77,13 @@ class StatusBarViewModel(ViewModel):
 
     def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
         self._from_report = False
-        if self._connectivity == "signed_out" and state != "online":
+        if self._connectivity == Connectivity.SIGNED_OUT and state != Connectivity.ONLINE:
             return  # still paused for sign-in; the probe alone does not fix a refused token
         self._connectivity, self._reason = state, reason
         self._changed()
 
     def on_bridge_auth_required(self, server_url: str, reason: str) -> None:
-        self._connectivity, self._reason = "signed_out", reason
+        self._connectivity, self._reason = Connectivity.SIGNED_OUT, reason
         self._changed()
 
     def on_bridge_queue_changed(self, depth: dict[str, int], oldest_age: float) -> None:
@@ -102,7 +106,9 @@ class StatusBarViewModel(ViewModel):
         self._changed()
 
     def signed_in(self) -> None:
-        self._connectivity = "connecting" if self._services.engine is not None else "stopped"
+        self._connectivity = (
+            Connectivity.CONNECTING if self._services.engine is not None else Connectivity.STOPPED
+        )
         self._reason = ""
         self._changed()
 
@@ -130,7 +136,12 @@ class StatusBarViewModel(ViewModel):
             self._changed()
         if not report.problem:
             self._synced(self._clock())
-        elif str(report.problem) in ("offline", "unreachable", "signed_out", "paused"):
+        elif str(report.problem) in (
+            Connectivity.OFFLINE,
+            Connectivity.UNREACHABLE,
+            Connectivity.SIGNED_OUT,
+            Connectivity.PAUSED,
+        ):
             # The engine's answer is news about the connection too: say it in the bar, until
             # the engine shows the server answering again (a delivery or a pull).
             self._connectivity, self._reason = str(report.problem), report.detail
@@ -142,9 +153,9 @@ class StatusBarViewModel(ViewModel):
 
     def _synced(self, at: float | None) -> None:
         if at is not None and (self._last_sync is None or at > self._last_sync):
-            if self._from_report and self._connectivity != "signed_out":
+            if self._from_report and self._connectivity != Connectivity.SIGNED_OUT:
                 # A sync since "Sync now" failed: the server answers again.
-                state = getattr(self._services.engine, "connectivity_state", "online")
+                state = getattr(self._services.engine, "connectivity_state", Connectivity.ONLINE)
                 self._connectivity, self._reason = str(state), ""
             self._from_report = False
             self._last_sync = at
@@ -188,15 +199,15 @@ class StatusBarViewModel(ViewModel):
 
     @Property(int, notify=changed)
     def pendingCount(self) -> int:
-        return self._depth.get("pending", 0) + self._depth.get("leased", 0)
+        return self._depth.get(JobStatus.PENDING, 0) + self._depth.get(JobStatus.LEASED, 0)
 
     @Property(int, notify=changed)
     def failedCount(self) -> int:
-        return self._depth.get("dead", 0)
+        return self._depth.get(JobStatus.DEAD, 0)
 
     @Property(int, notify=changed)
     def conflictCount(self) -> int:
-        return self._depth.get("conflict", 0)
+        return self._depth.get(JobStatus.CONFLICT, 0)
 
     @Property(str, notify=changed)
     def pendingText(self) -> str:

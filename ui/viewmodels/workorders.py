@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.attachments import AttachmentCounts, Attachments
+from app.states import AttachmentState
 from app.store.deadletters import EntityJobState, job_states
 from app.store.scope import Identity, read_identity
 from app.store.store import Store
@@ -267,7 +268,7 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
 
     def on_bridge_upload_progress(self, change: dict[str, Any]) -> None:
         """An upload ended: its work order's "2 photos waiting" counts one less."""
-        if change["state"] in ("uploaded", "failed"):
+        if change["state"] in (AttachmentState.UPLOADED, AttachmentState.FAILED):
             self.on_bridge_job_states_changed([change])
 
     def on_bridge_job_states_changed(self, changes: list[dict[str, Any]]) -> None:
