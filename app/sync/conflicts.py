@@ -84,6 +84,13 @@ class ConflictView:
         }
 
 
+def _base_of(mine: dict[str, Any], base: str | None) -> dict[str, Any]:
+    """`{"base": …}` with the base values of the fields in `mine`, or nothing if unknown."""
+    values = json.loads(base) if base else {}
+    known = {name: values[name] for name in mine if name in values and name in EDITABLE_FIELDS}
+    return {"base": known} if known else {}
+
+
 class Conflicts:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -258,7 +265,7 @@ class Conflicts:
 
     def pending_escalations(self) -> list[dict[str, Any]]:
         rows = self.store.read(
-            "SELECT job_id, entity_key, mine, server, note, review_key FROM conflicts "
+            "SELECT job_id, entity_key, mine, server, note, review_key, base FROM conflicts "
             "WHERE status = 'escalating'"
         )
         return [
@@ -270,9 +277,11 @@ class Conflicts:
                     "base_version": int(json.loads(server).get("version") or 1),
                     "mine": json.loads(mine),
                     "note": note,
+                    # What the edit started from: the reviewer's "before".
+                    **_base_of(json.loads(mine), base),
                 },
             }
-            for job_id, entity, mine, server, note, key in rows
+            for job_id, entity, mine, server, note, key, base in rows
         ]
 
     def give_up(self, job_id: int) -> dict[str, Any]:

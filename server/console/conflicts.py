@@ -68,13 +68,16 @@ def conflicts_page(
 def _fields(row: Any, current: dict[str, Any] | None) -> list[dict[str, Any]]:
     mine = json.loads(row.mine)
     snapshot = json.loads(row.server)
-    before_known = snapshot.get("version") == row.base_version
+    # The device says what its edit started from; else the snapshot is it if unmoved.
+    base = json.loads(row.base) if row.base else {}
+    if not base and snapshot.get("version") == row.base_version:
+        base = snapshot
     server = current or snapshot
     return [
         {
             "name": name,
-            "before": snapshot.get(name) if before_known else None,
-            "before_known": before_known,
+            "before": base.get(name),
+            "before_known": name in base,
             "mine": mine[name],
             "server": server.get(name),
         }

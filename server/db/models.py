@@ -137,6 +137,8 @@ class Conflict(_Base):
     base_version = pw.IntegerField(null=True)
     mine = pw.TextField()
     server = pw.TextField()
+    #: The values the worker's edit started from (JSON; None from devices that do not send it).
+    base = pw.TextField(null=True)
     note = pw.TextField(null=True)
     device_id = pw.IntegerField(index=True)
     device = pw.CharField(max_length=100)

@@ -99,6 +99,12 @@ def _step4_covering_feed_index(db: pw.Database, tables: Tables) -> None:
     db.execute_sql(f'DROP INDEX IF EXISTS "{table}_key_seq"')
 
 
+def _step5_conflict_base(db: pw.Database, tables: Tables) -> None:
+    """Conflicts gain `base`: the values a worker's edit started from, for the console's
+    "before" column beside the device's and the server's."""
+    _add_missing(db, tables.Conflict._meta.table_name, {"base": pw.TextField(null=True)})
+
+
 #: (number, step) in order. Append only; never edit a released step. Numbers need not be
 #: contiguous: each step is applied once, whichever landed first.
 STEPS: list[tuple[int, Step]] = [
@@ -106,6 +112,7 @@ STEPS: list[tuple[int, Step]] = [
     (2, create_search_index),
     (3, _step3_devices_before_scopes),
     (4, _step4_covering_feed_index),
+    (5, _step5_conflict_base),
 ]
 
 

@@ -149,6 +149,9 @@ class Conflict(BaseModel):
     entity_id: str
     base_version: int | None
     mine: dict[str, Any]
+    base: dict[str, Any] | None = Field(
+        default=None, description="The values the worker's edit started from, if it sent them"
+    )
     server: Record = Field(description="The server's record when the conflict was raised")
     note: str | None
     device: str

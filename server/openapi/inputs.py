@@ -179,6 +179,12 @@ def _raise_conflict() -> dict[str, Any]:
                 ]
             },
             "mine": _patch("The worker's values for the fields in question"),
+            "base": {
+                "anyOf": [
+                    _patch("The values the worker's edit started from (optional)"),
+                    {"type": "null"},
+                ]
+            },
             "note": {
                 "anyOf": [
                     {"type": "string", "maxLength": 2000, "pattern": PRINTABLE_PATTERN},

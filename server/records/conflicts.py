@@ -32,6 +32,7 @@ def conflict_json(row: Conflict, audit: list[dict[str, Any]] | None = None) -> d
         "entity_id": row.entity_id,
         "base_version": row.base_version,
         "mine": json.loads(row.mine),
+        "base": json.loads(row.base) if row.base else None,
         "server": json.loads(row.server),
         "note": row.note,
         "device": row.device,
@@ -52,6 +53,7 @@ def raise_conflict(
     base_version: int | None,
     mine: dict[str, Any],
     note: str | None,
+    base: dict[str, Any] | None = None,
 ) -> Reply:
     """Open a conflict against the current record (runs as an idempotent effect)."""
     records = store.tables.WorkOrder
@@ -63,6 +65,7 @@ def raise_conflict(
         entity_id=entity_id,
         base_version=base_version,
         mine=json.dumps(mine),
+        base=None if base is None else json.dumps(base),
         server=json.dumps(record_json(current)),
         note=note,
         device_id=device.id,

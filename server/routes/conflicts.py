@@ -54,6 +54,8 @@ class RaiseConflict(BaseModel):
     entity_id: str
     base_version: JsonInteger | None = Field(default=None, ge=1, le=INTEGER_MAX)
     mine: dict[str, Any]
+    #: The values the worker's edit started from, for the reviewer's "before".
+    base: dict[str, Any] | None = None
     note: Annotated[str, Field(max_length=2000), AfterValidator(printable)] | None = None
 
 
@@ -103,15 +105,20 @@ def post_conflict(
     if entity_id is None:
         raise ApiError(422, {"error": "invalid_payload", "detail": "entity_id"})
     mine = _patch(body.mine)
-    canonical = {
+    base = None if body.base is None else _patch(body.base)
+    canonical: dict[str, Any] = {
         "entity_id": entity_id,
         "base_version": body.base_version,
         "mine": mine,
         "note": body.note,
     }
+    if base is not None:  # absent, a retry from before `base` hashes as it did
+        canonical["base"] = base
 
     def effect(sequence: ChangeSequence) -> Reply:
-        return raise_conflict(context.store, device, entity_id, body.base_version, mine, body.note)
+        return raise_conflict(
+            context.store, device, entity_id, body.base_version, mine, body.note, base
+        )
 
     call = IdempotentCall(idempotency_key, request_hash("conflict", canonical), effect)
     [reply] = execute_idempotent(context.store, device.id, [call], context.settings)

@@ -68,8 +68,10 @@ def test_resolve_a_conflict_and_the_phone_gets_the_outcome(
     page.get_by_role("link", name="Conflicts").click()
     page.get_by_role("link", name="Pump (B)").click()
     title = page.locator('tr[data-field="title"]')
-    expect(title).to_contain_text("Pump (A)")
-    expect(title).to_contain_text("Pump (B)")
+    # Before (what phone A's edit started from), the device's, the server's.
+    expect(title.locator("td").nth(1)).to_have_text("Pump")
+    expect(title.locator("td").nth(2)).to_have_text("Pump (A)")
+    expect(title.locator("td").nth(3)).to_have_text("Pump (B)")
     expect(page.locator("main > p", has_text="raised by phone-a")).to_contain_text("which pump?")
     screenshot(page, "conflict")
     title.get_by_label("Another:").check()

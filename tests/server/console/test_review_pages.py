@@ -44,6 +44,29 @@ def test_the_queue_lists_open_conflicts(
     )
 
 
+def test_before_is_what_the_device_says_its_edit_started_from(
+    office: EmbeddedServer, admin_console: ConsoleClient
+) -> None:
+    token = office.add_device("phone-2", user="bo")
+    phone = ServerApi(office.base_url, token)
+    record = phone.create(title="Roof", assignee="bo")
+    phone.update(record["id"], 1, title="Roof (server)")
+    raised = phone.client.post(
+        "/v1/conflicts",
+        headers={"Idempotency-Key": "k2"},
+        json={"entity_id": record["id"], "base_version": 1, "mine": {"title": "Roof (B)"},
+              "base": {"title": "Roof"}},
+    )  # fmt: skip
+    phone.close()
+    assert raised.status_code == 201, raised.text
+    assert raised.json()["conflict"]["base"] == {"title": "Roof"}
+    html = admin_console.get(f"/console/conflicts/{raised.json()['conflict']['id']}").text
+    row = re.search(r'<tr data-field="title">(.*?)</tr>', html, re.S)
+    assert row
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td>(.*?)</td>", row[1], re.S)]
+    assert cells[:4] == ["title", "Roof", "Roof (B)", "Roof (server)"]
+
+
 def test_a_decision_needs_the_csrf_token(
     office: EmbeddedServer, admin_console: ConsoleClient, conflict: tuple[int, str]
 ) -> None:
