@@ -160,9 +160,10 @@ class Notifier:
                 try:
                     await self.send(notice)
                 except DesktopError as exc:
-                    # No notification server (or one that failed): the app goes on; the
-                    # next notice tries again.
+                    # No notification server (or one that failed, or a bus that went away):
+                    # the app goes on; the next notice connects and tries again.
                     log.info("notification not shown: %s", exc)
+                    await self.aclose()
                 finally:
                     self._queue.task_done()
         finally:

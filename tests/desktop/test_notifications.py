@@ -224,3 +224,18 @@ async def test_the_workers_action_starts_the_app_on_its_page(
             await asyncio.gather(task, return_exceptions=True)
             await engine.client.aclose()
             executor.shutdown()
+
+
+async def test_a_notification_server_that_restarts_is_found_again(dbus: PrivateBus) -> None:
+    first = dbus.mock("notification_daemon")
+    async with Running() as running:
+        running.events.publish(ConflictRaised("wo-1", 7, "version"))
+        await eventually(lambda: _count(first, 1))
+        dbus.stop_mock(first)  # the desktop's daemon went away...
+        running.events.publish(ConflictRaised("wo-2", 8, "version"))
+        await asyncio.sleep(0.5)
+        second = dbus.mock("notification_daemon")  # ...and came back
+        running.events.publish(ConflictRaised("wo-3", 9, "version"))
+        await eventually(lambda: _count(second, 1))
+        assert running.task is not None
+        assert not running.task.done()

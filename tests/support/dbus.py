@@ -125,7 +125,9 @@ class Mock:
         assert reply.message_type != MessageType.ERROR, reply.body
         return reply.body[0] if reply.body else None
 
-    async def mock_method(self, member: str, signature: str = "", body: list[Any] | None = None):  # type: ignore[no-untyped-def]
+    async def mock_method(
+        self, member: str, signature: str = "", body: list[Any] | None = None
+    ) -> list[Any]:
         """Call one of the template's own convenience methods (SetConnectivity...)."""
         return await self._call(member, signature, body)
 
