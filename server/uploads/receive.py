@@ -156,7 +156,7 @@ _UNREAD = {"Connection": "close"}
 
 #: A body from which no byte came for this long, while a later request waits for its upload,
 #: is taken for the body of a connection that died: what came of it is stored.
-_STALLED_S = 0.25
+_STALLED_S = 1.0
 
 
 class _Received:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from server.embedded import EmbeddedServer, provision_device
+from server.embedded import EmbeddedServer, provision_device, start_server
 from tests.support.api import ServerApi
 from tests.support.serve import ServerProcess
 from tests.support.tus import TUS, create_upload, file_metadata, patch, raw_patch
@@ -97,7 +97,7 @@ def test_a_request_waits_for_a_live_patch_and_answers_the_offset_it_left(
             slow.sendall(head)
             for start in range(0, 100_000, 10_000):
                 slow.sendall(PHOTO[start : start + 10_000])
-                time.sleep(0.08)  # well inside the 0.25 s a silent body is given
+                time.sleep(0.08)  # well inside the 1 s a silent body is given
             replies.append(read_reply(slow))
 
     sender = threading.Thread(target=trickle)
@@ -184,3 +184,38 @@ def test_the_lock_holds_across_server_processes(
         finally:
             one.close()
             two.close()
+
+
+def test_a_request_waits_a_bounded_time_then_answers_423(sqlite_url: str, tmp_path: Path) -> None:
+    """A live PATCH that outlasts the wait (`upload_lock_wait_seconds`) keeps its upload; the
+    request waiting for it gives up with 423 `upload_locked`, and the PATCH completes."""
+    with start_server(sqlite_url, upload_lock_wait_seconds=0.5) as server:
+        api = ServerApi(server.base_url, server.add_device("phone-1", "worker"))
+        try:
+            location, _ = new_upload(api)
+            address, head = raw_patch(server.base_url, api.token, location, 0, len(PHOTO))
+            replies: list[bytes] = []
+
+            def trickle() -> None:
+                with socket.create_connection(address) as slow:
+                    slow.sendall(head)
+                    for start in range(0, len(PHOTO), 15_000):  # 20 pieces, 1.6 s
+                        slow.sendall(PHOTO[start : start + 15_000])
+                        time.sleep(0.08)
+                    replies.append(read_reply(slow))
+
+            sender = threading.Thread(target=trickle)
+            sender.start()
+            try:
+                wait_until(lambda: lock_is_held(tmp_path / "attachments", location))
+                began = time.monotonic()
+                waited = api.client.head(location, headers=TUS)
+                took = time.monotonic() - began
+            finally:
+                sender.join(15)
+            assert waited.status_code == 423
+            assert 0.5 <= took < 5
+            assert replies, "the live PATCH got no answer"
+            assert replies[0].startswith(b"HTTP/1.1 204"), replies
+        finally:
+            api.close()
