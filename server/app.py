@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from server import access
 from server.console.mount import mount_console
 from server.db.idempotency import abandon_claims, prune_expired
 from server.db.store import open_store
@@ -130,6 +131,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(attachments.router)
     mount_console(app, settings, store)
     app.include_router(health.router)
+    undeclared = access.undeclared_routes(app)
+    if undeclared:  # deny by default: a route that says nothing about access never serves
+        raise RuntimeError(f"routes without an access action: {', '.join(undeclared)}")
 
     generated_openapi = app.openapi
     exact: dict[str, Any] = {}

@@ -16,6 +16,7 @@ __all__ = [
     "ConflictAudit",
     "Device",
     "DeviceStatus",
+    "HeldRecord",
     "IdempotencyKey",
     "Pin",
     "RateBucket",
@@ -220,6 +221,18 @@ class ScopeEntry(_Base):
         indexes = ((("key", "seq", "entity_id"), False), (("entity_id",), False))
 
 
+class HeldRecord(_Base):
+    """The newest version of a work order the server sent one device (server/held.py): what
+    lets an edit made while it was in the device's scope through after it left."""
+
+    device_id = pw.IntegerField()
+    entity_id = pw.CharField(max_length=36)
+    version = pw.IntegerField()
+
+    class Meta:
+        primary_key = pw.CompositeKey("device_id", "entity_id")
+
+
 class Pin(_Base):
     """A work order a person keeps offline on all their devices ("Keep offline")."""
 
@@ -273,6 +286,7 @@ class Tables:
     Attachment: type[Attachment]
 
     ScopeEntry: type[ScopeEntry]
+    HeldRecord: type[HeldRecord]
     Pin: type[Pin]
     RateBucket: type[RateBucket]
     SchemaStep: type[SchemaStep]
@@ -289,6 +303,7 @@ class Tables:
             self.Upload,
             self.Attachment,
             self.ScopeEntry,
+            self.HeldRecord,
             self.Pin,
             self.RateBucket,
             self.SchemaStep,
@@ -307,6 +322,7 @@ def bind_models(database: pw.Database) -> Tables:
         Upload=_bound(Upload, database),
         Attachment=_bound(Attachment, database),
         ScopeEntry=_bound(ScopeEntry, database),
+        HeldRecord=_bound(HeldRecord, database),
         Pin=_bound(Pin, database),
         RateBucket=_bound(RateBucket, database),
         SchemaStep=_bound(SchemaStep, database),

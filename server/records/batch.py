@@ -16,7 +16,7 @@ by one, so a mismatch costs speed, never correctness.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.db.idempotency import Reply
 from server.db.store import ChangeSequence, Store
@@ -26,7 +26,11 @@ from server.records.mutations import (
     editable,
     record_columns_json,
     stamp,
+    writable,
 )
+
+if TYPE_CHECKING:
+    from server.gate import Gate
 
 __all__ = ["RECORD_COLUMNS", "BatchWriteMismatch", "apply_mutation_batch"]
 
@@ -47,19 +51,25 @@ def apply_mutation_batch(
     sequence: ChangeSequence,
     *,
     creator: str,
+    gate: Gate | None = None,
 ) -> list[Reply]:
     """Apply `mutations` in order inside a write transaction; one reply per mutation
-    (`creator`: the device's user, as for `apply_mutation`)."""
+    (`creator` and `gate`: as for `apply_mutation`; each item asks the gate on its own)."""
     loaded = _load(store, {mutation.entity_id for mutation in mutations})
+    if gate is not None:
+        gate.load(loaded)
     read_version = {entity_id: row["version"] for entity_id, row in loaded.items()}
     records: dict[str, dict[str, Any]] = dict(loaded)
     written: dict[str, None] = {}  # entity ids in first-write order
     replies: list[Reply] = []
     for mutation in mutations:
         current = records.get(mutation.entity_id)
+        if current is not None and not writable(gate, current, mutation.base_version):
+            replies.append(Reply(404, {"error": "not_found"}))
+            continue
         if mutation.op == "create":
             if current is not None:
-                replies.append(_conflict(current))
+                replies.append(_conflict(current, gate))
                 continue
             record = {
                 **mutation.fields,
@@ -72,7 +82,7 @@ def apply_mutation_batch(
             replies.append(Reply(404, {"error": "not_found"}))
             continue
         elif current["version"] != mutation.base_version:
-            replies.append(_conflict(current))
+            replies.append(_conflict(current, gate))
             continue
         else:
             record = {
@@ -84,6 +94,8 @@ def apply_mutation_batch(
         records[mutation.entity_id] = record
         written[mutation.entity_id] = None
         replies.append(Reply(status, {"record": record_columns_json(record)}))
+        if gate is not None:  # a later item of the same work order knows it was sent this
+            gate.sent({record["id"]: record["version"]})
     created = [records[entity_id] for entity_id in written if entity_id not in read_version]
     updated = [
         (records[entity_id], read_version[entity_id])
@@ -92,10 +104,14 @@ def apply_mutation_batch(
     ]
     _insert(store, created)
     _update(store, updated)
+    if gate is not None:
+        gate.flush()
     return replies
 
 
-def _conflict(record: dict[str, Any]) -> Reply:
+def _conflict(record: dict[str, Any], gate: Gate | None) -> Reply:
+    if gate is not None:
+        gate.sent({record["id"]: record["version"]})
     return Reply(409, {"error": "version_conflict", "current": record_columns_json(record)})
 
 

@@ -9,13 +9,17 @@ server's version. Every decision is kept in `conflict_audit` (who, when, which v
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from server.access import Action, Allowed
 from server.auth import AuthenticatedDevice
 from server.db.idempotency import Reply
 from server.db.models import Conflict
 from server.db.store import ChangeSequence, Store
 from server.records.mutations import conflict_reply, now_iso, record_json, update_record
+
+if TYPE_CHECKING:
+    from server.gate import Gate
 
 __all__ = ["OPEN", "STATUSES", "conflict_json", "decide", "load_visible", "raise_conflict"]
 
@@ -53,13 +57,19 @@ def raise_conflict(
     base_version: int | None,
     mine: dict[str, Any],
     note: str | None,
+    gate: Gate,
     base: dict[str, Any] | None = None,
 ) -> Reply:
-    """Open a conflict against the current record (runs as an idempotent effect)."""
+    """Open a conflict against the current record (runs as an idempotent effect); a work
+    order the access rule hides from the device is as missing (no snapshot of it is made)."""
     records = store.tables.WorkOrder
     current = records.get_or_none(records.id == entity_id)
     if current is None:
         return Reply(404, {"error": "not_found"})
+    if not isinstance(gate.order(Action.RAISE_CONFLICT, entity_id, current, base_version), Allowed):
+        return Reply(404, {"error": "not_found"})
+    gate.sent({current.id: current.version})
+    gate.flush()
     now = now_iso()
     row = store.tables.Conflict.create(
         entity_id=entity_id,
@@ -77,11 +87,12 @@ def raise_conflict(
     return Reply(201, {"conflict": conflict_json(row)})
 
 
-def load_visible(store: Store, device: AuthenticatedDevice, conflict_id: int) -> Conflict | None:
-    """The conflict if this device may see it: admins see all, workers their own."""
+def load_visible(store: Store, gate: Gate, conflict_id: int) -> Conflict | None:
+    """The conflict if the access rule lets this device read it (admins all, workers their own)."""
     table = store.tables.Conflict
     row: Conflict | None = table.get_or_none(table.id == conflict_id)
-    if row is None or (not device.is_admin and row.device_id != device.id):
+    owner = row.device_id if row is not None else None
+    if not isinstance(gate.owned(Action.READ_CONFLICT, owner), Allowed):
         return None
     return row
 

@@ -10,17 +10,21 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import peewee as pw
 
 from app import mutations as contract
 from app.mutations import BASE_FORBIDDEN_FOR_CREATE, BASE_REQUIRED
 from app.records import EDITABLE_FIELDS, ValidationError
+from server.access import Action, Allowed
 from server.db.idempotency import Reply
 from server.db.models import WorkOrderRow
 from server.db.store import ChangeSequence, Store
 from server.wire import Mutation, check_wire_fields, wire_entity_id
+
+if TYPE_CHECKING:
+    from server.gate import Gate
 
 __all__ = [
     "WIRE_FIELDS",
@@ -152,12 +156,32 @@ def apply_mutation(
     sequence: ChangeSequence,
     *,
     creator: str,
+    gate: Gate | None = None,
 ) -> Reply:
     """Apply inside a write transaction; the reply is what the device gets (and what is stored).
 
-    `creator` is the user of the device (a created work order stays in its scope)."""
+    `creator` is the user of the device (a created work order stays in its scope); `gate`
+    asks the access rule (server/access.py) whether the device may write an existing work
+    order, which it may not see otherwise, and remembers what the reply sends it."""
+    reply = _apply(store, mutation, device_name, sequence, creator, gate)
+    if gate is not None:
+        gate.sent_reply(reply.body)
+        gate.flush()
+    return reply
+
+
+def _apply(
+    store: Store,
+    mutation: ValidMutation,
+    device_name: str,
+    sequence: ChangeSequence,
+    creator: str,
+    gate: Gate | None,
+) -> Reply:
     table = store.tables.WorkOrder
     current = _get(store, mutation.entity_id)
+    if current is not None and not writable(gate, current, mutation.base_version):
+        return Reply(404, {"error": "not_found"})
     if mutation.op == "create":
         if current is not None:
             return conflict_reply(current)
@@ -182,6 +206,17 @@ def apply_mutation(
     if current.version != mutation.base_version:
         return conflict_reply(current)
     return update_record(store, current, mutation.fields, device_name, sequence)
+
+
+def writable(
+    gate: Gate | None, current: WorkOrderRow | Mapping[str, Any], base: int | None
+) -> bool:
+    """Whether the access rule lets the device's change at `current` (a create meeting an
+    existing id, an update, a delete) see and touch it."""
+    if gate is None:
+        return True
+    entity_id = current["id"] if isinstance(current, Mapping) else current.id
+    return isinstance(gate.order(Action.WRITE, entity_id, current, base), Allowed)
 
 
 def editable(fields: Mapping[str, Any]) -> dict[str, Any]:

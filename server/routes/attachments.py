@@ -11,9 +11,11 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import StreamingResponse
 
+from server.access import Action, declare
 from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.db.models import Attachment
 from server.db.store import ChangeSequence
+from server.gate import Gate, enforce, gate_for
 from server.http import (
     ApiError,
     Context,
@@ -23,6 +25,7 @@ from server.http import (
     reply_response,
 )
 from server.openapi.uploads import ATTACHMENT_RESPONSES, REMOVE_RESPONSES, THUMBNAIL_RESPONSES
+from server.uploads.attachments import order_of
 from server.uploads.attachments import remove_attachment as remove
 from server.wire import wire_entity_id
 
@@ -34,7 +37,8 @@ _PIECE = 256 * 1024
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
-def _live(context: ServerContext, attachment_id: str) -> Attachment:
+def _live(context: ServerContext, gate: Gate, attachment_id: str) -> Attachment:
+    """A live attachment the device may read the bytes of (the rule asks of its work order)."""
     canonical = wire_entity_id(attachment_id)
     table = context.store.tables.Attachment
     row: Attachment | None = None
@@ -42,6 +46,7 @@ def _live(context: ServerContext, attachment_id: str) -> Attachment:
         row = table.get_or_none(table.id == canonical)
     if row is None or row.deleted:
         raise ApiError(404, {"error": "not_found"})
+    enforce(gate.order(Action.READ_FILE, row.entity_id, order_of(context.store, row)))
     return row
 
 
@@ -91,7 +96,7 @@ def _pieces(fd: int, first: int, count: int) -> Iterator[bytes]:
 
 
 @router.get("/attachments/{attachment_id}", response_class=Response,
-            responses=ATTACHMENT_RESPONSES)  # fmt: skip
+            dependencies=[declare(Action.READ_FILE)], responses=ATTACHMENT_RESPONSES)  # fmt: skip
 def get_attachment(
     context: Context,
     device: CurrentDevice,
@@ -101,7 +106,7 @@ def get_attachment(
     if_range: Annotated[str | None, Header(alias="If-Range")] = None,
 ) -> Response:
     """The attachment's bytes (`Range` for a part of them)."""
-    row = _live(context, attachment_id)
+    row = _live(context, gate_for(context, device), attachment_id)
     etag = f'"{row.sha256}"'
     headers = {"ETag": etag, "Accept-Ranges": "bytes", "Cache-Control": "private"}
     if etag_matches(if_none_match, etag):
@@ -126,7 +131,7 @@ def get_attachment(
 
 
 @router.get("/attachments/{attachment_id}/thumbnail", response_class=Response,
-            responses=THUMBNAIL_RESPONSES)  # fmt: skip
+            dependencies=[declare(Action.READ_FILE)], responses=THUMBNAIL_RESPONSES)  # fmt: skip
 def get_thumbnail(
     context: Context,
     device: CurrentDevice,
@@ -134,7 +139,7 @@ def get_thumbnail(
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
 ) -> Response:
     """A JPEG of an image attachment, at most 256 px, made once and cached."""
-    row = _live(context, attachment_id)
+    row = _live(context, gate_for(context, device), attachment_id)
     etag = f'"{row.sha256}-256.jpg"'
     headers = {"ETag": etag, "Cache-Control": "private"}
     if etag_matches(if_none_match, etag):
@@ -146,7 +151,11 @@ def get_thumbnail(
     return Response(path.read_bytes(), media_type="image/jpeg", headers=headers)
 
 
-@router.delete("/attachments/{attachment_id}", responses=REMOVE_RESPONSES)
+@router.delete(
+    "/attachments/{attachment_id}",
+    dependencies=[declare(Action.DETACH)],
+    responses=REMOVE_RESPONSES,
+)
 def remove_attachment(
     context: Context,
     device: CurrentDevice,
@@ -159,8 +168,10 @@ def remove_attachment(
     if canonical is None:
         raise ApiError(404, {"error": "not_found"})
 
+    gate = gate_for(context, device)
+
     def effect(sequence: ChangeSequence) -> Reply:
-        return remove(context.store, canonical, device.name, sequence)
+        return remove(context.store, gate, canonical, device.name, sequence)
 
     call = IdempotentCall(idempotency_key, request_hash("remove_attachment", canonical), effect)
     [reply] = execute_idempotent(context.store, device.id, [call], context.settings)

@@ -17,15 +17,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
 
+from server.access import Action, declare
 from server.db.models import BIGINT_MAX
 from server.devices.status import STATUS_DESCRIPTION, STATUS_HEADER, note_pull
+from server.gate import enforce, gate_for
 from server.http import ApiError, Context, CurrentDevice
 from server.openapi.answers import ChangesPage, RecordRead, error_responses
 from server.records.mutations import record_json
 from server.routes.attachments import etag_matches
 from server.scope.feed import feed_page
 from server.scope.prune import note_feed_position
-from server.scope.reads import device_scope, may_read
+from server.scope.reads import device_scope
 from server.uploads.attachments import attachments_of, with_attachments
 from server.wire import UrlInteger, wire_entity_id
 
@@ -49,6 +51,7 @@ def _parse_since(since: str | None) -> int:
 
 @router.get(
     "/changes",
+    dependencies=[declare(Action.PULL)],
     response_model=None,
     responses={200: {"model": ChangesPage}, **error_responses(401, 429)},
 )
@@ -71,11 +74,15 @@ def get_changes(
     page = feed_page(context.store, device_scope(device), after, page_size)
     now = settings.clock()
     note_pull(context.store, device.id, now, device_status, complete=not page["has_more"])
+    gate = gate_for(context, device)
+    gate.sent([(c["id"], c["version"]) for c in page["changes"] if not c.get("out_of_scope")])
+    gate.flush()
     return page
 
 
 @router.get(
     "/records/{entity_id}",
+    dependencies=[declare(Action.READ)],
     responses={
         200: {"model": RecordRead, "headers": _ETAG},
         304: {"description": "ETag matched", "headers": _ETAG},
@@ -90,12 +97,13 @@ def get_record(
 ) -> Response:
     """One work order (tombstones included) with `ETag: "<version>"`."""
     canonical = wire_entity_id(entity_id)
-    if canonical is None:
-        raise ApiError(404, {"error": "not_found"})
     table = context.store.tables.WorkOrder
-    row = table.get_or_none(table.id == canonical)
-    if row is None or not may_read(context.store, context.settings, device, row):
-        raise ApiError(404, {"error": "not_found"})
+    row = table.get_or_none(table.id == canonical) if canonical else None
+    gate = gate_for(context, device)
+    enforce(gate.order(Action.READ, canonical or "", row))
+    assert row is not None
+    gate.sent({row.id: row.version})
+    gate.flush()
     etag = f'"{row.version}"'
     if etag_matches(if_none_match, etag):
         return Response(status_code=304, headers={"ETag": etag})

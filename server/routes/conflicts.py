@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.records import ValidationError, printable
+from server.access import Action, declare
+from server.auth import AuthenticatedDevice
 from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.db.models import BIGINT_MAX, INTEGER_MAX
 from server.db.store import ChangeSequence
+from server.gate import enforce, gate_for
 from server.http import (
-    Admin,
     ApiError,
     Context,
     CurrentDevice,
@@ -69,6 +71,15 @@ class Resolution(BaseModel):
     base_version: JsonInteger = Field(ge=1)
 
 
+def _decider(context: Context, device: CurrentDevice) -> AuthenticatedDevice:
+    """The device, if the access rule lets it decide conflicts (403 before the body is read)."""
+    enforce(gate_for(context, device).general(Action.DECIDE_CONFLICT))
+    return device
+
+
+Decider = Annotated[AuthenticatedDevice, Depends(_decider)]
+
+
 def _patch(fields: dict[str, Any]) -> dict[str, Any]:
     try:
         return patch_fields(fields)
@@ -80,6 +91,7 @@ def _patch(fields: dict[str, Any]) -> dict[str, Any]:
 @router.post(
     "",
     status_code=201,
+    dependencies=[declare(Action.RAISE_CONFLICT)],
     response_model=None,
     responses={
         201: {"model": ConflictReply},
@@ -115,9 +127,11 @@ def post_conflict(
     if base is not None:  # absent, a retry from before `base` hashes as it did
         canonical["base"] = base
 
+    gate = gate_for(context, device)
+
     def effect(sequence: ChangeSequence) -> Reply:
         return raise_conflict(
-            context.store, device, entity_id, body.base_version, mine, body.note, base
+            context.store, device, entity_id, body.base_version, mine, body.note, gate, base
         )
 
     call = IdempotentCall(idempotency_key, request_hash("conflict", canonical), effect)
@@ -129,6 +143,7 @@ def post_conflict(
 
 @router.get(
     "",
+    dependencies=[declare(Action.READ_CONFLICT)],
     response_model=None,
     responses={200: {"model": ConflictList}, **error_responses(401, 429)},
 )
@@ -144,13 +159,14 @@ def list_conflicts(
     query = table.select().order_by(table.id)
     if status is not None:
         query = query.where(table.status == status)
-    if not device.is_admin:
+    if not gate_for(context, device).reads_others(Action.READ_CONFLICT):
         query = query.where(table.device_id == device.id)
     return {"conflicts": [conflict_json(row) for row in query]}
 
 
 @router.get(
     "/{conflict_id}",
+    dependencies=[declare(Action.READ_CONFLICT)],
     response_model=None,
     responses={200: {"model": ConflictReply}, **error_responses(401, 404, 429)},
 )
@@ -158,7 +174,7 @@ def get_conflict(
     context: Context, device: CurrentDevice, conflict_id: ConflictId
 ) -> dict[str, Any]:
     """One conflict with its audit trail (404 for another worker's)."""
-    row = load_visible(context.store, device, conflict_id)
+    row = load_visible(context.store, gate_for(context, device), conflict_id)
     if row is None:
         raise ApiError(404, {"error": "not_found"})
     return {"conflict": conflict_json(row, audit_entries(context.store, row.id))}
@@ -166,6 +182,7 @@ def get_conflict(
 
 @router.post(
     "/{conflict_id}/resolve",
+    dependencies=[declare(Action.DECIDE_CONFLICT)],
     responses={
         200: {"model": DecisionReply},
         **error_responses(
@@ -180,7 +197,7 @@ def get_conflict(
     },
 )
 def resolve_conflict(
-    context: Context, admin: Admin, conflict_id: ConflictId, body: Resolution
+    context: Context, admin: Decider, conflict_id: ConflictId, body: Resolution
 ) -> JSONResponse:
     """Apply the merged fields as a normal change; 409 if the record moved meanwhile."""
     fields = _patch(body.fields)
@@ -190,11 +207,12 @@ def resolve_conflict(
 
 @router.post(
     "/{conflict_id}/dismiss",
+    dependencies=[declare(Action.DECIDE_CONFLICT)],
     responses={
         200: {"model": DecisionReply},
         **error_responses(401, 403, 404, 413, 429, conflict=(ConflictNotOpen,)),
     },
 )
-def dismiss_conflict(context: Context, admin: Admin, conflict_id: ConflictId) -> JSONResponse:
+def dismiss_conflict(context: Context, admin: Decider, conflict_id: ConflictId) -> JSONResponse:
     """Close the conflict; the server's version stands."""
     return reply_response(decide(context.store, admin, conflict_id, None, None))

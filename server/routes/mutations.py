@@ -10,9 +10,11 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from server.access import Action, declare
 from server.auth import AuthenticatedDevice
 from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.db.store import ChangeSequence
+from server.gate import Gate, gate_for
 from server.http import (
     ApiError,
     Context,
@@ -82,10 +84,16 @@ def _echoable(key: object) -> bool:
 
 
 def _call(
-    context: ServerContext, device: AuthenticatedDevice, key: str, mutation: ValidMutation
+    context: ServerContext,
+    device: AuthenticatedDevice,
+    gate: Gate,
+    key: str,
+    mutation: ValidMutation,
 ) -> IdempotentCall:
     def effect(sequence: ChangeSequence) -> Reply:
-        return apply_mutation(context.store, mutation, device.name, sequence, creator=device.user)
+        return apply_mutation(
+            context.store, mutation, device.name, sequence, creator=device.user, gate=gate
+        )
 
     return IdempotentCall(key, request_hash(_KIND, mutation.canonical()), effect)
 
@@ -96,6 +104,7 @@ def _invalid(detail: Any) -> Reply:
 
 @router.post(
     "/mutations",
+    dependencies=[declare(Action.WRITE)],
     responses={
         200: {"model": RecordReply, "description": "update/delete applied"},
         201: {"model": RecordReply, "description": "create applied"},
@@ -125,7 +134,7 @@ def post_mutation(
         [reply] = execute_idempotent(
             context.store,
             device.id,
-            [_call(context, device, idempotency_key, valid)],
+            [_call(context, device, gate_for(context, device), idempotency_key, valid)],
             context.settings,
         )
     count_reply(context.metrics, device.name, reply)
@@ -134,6 +143,7 @@ def post_mutation(
 
 @router.post(
     "/mutations/batch",
+    dependencies=[declare(Action.WRITE)],
     response_model=None,
     responses={
         200: {"model": BatchReply, "description": "One result per mutation, in order"},
@@ -145,6 +155,7 @@ def post_batch(context: Context, device: CurrentDevice, batch: BatchRequest) -> 
     if len(batch.mutations) > context.settings.max_batch_items:
         limit = context.settings.max_batch_items
         raise ApiError(422, {"error": "invalid_payload", "detail": f"at most {limit} mutations"})
+    gate = gate_for(context, device)
     keys: list[Any] = []
     early: dict[int, Reply] = {}
     calls: list[IdempotentCall] = []
@@ -163,15 +174,19 @@ def post_batch(context: Context, device: CurrentDevice, batch: BatchRequest) -> 
         except InvalidMutation as error:
             early[index] = _invalid(error.detail)
             continue
-        calls.append(_call(context, device, key, valid))
+        calls.append(_call(context, device, gate, key, valid))
         mutations.append(valid)
         positions.append(index)
 
     def apply_all(sequence: ChangeSequence, claimed: Sequence[int]) -> list[Reply]:
         chosen = [mutations[position] for position in claimed]
-        return apply_mutation_batch(
-            context.store, chosen, device.name, sequence, creator=device.user
-        )
+        try:
+            return apply_mutation_batch(
+                context.store, chosen, device.name, sequence, creator=device.user, gate=gate
+            )
+        except Exception:
+            gate.forget_pending()  # rolled back: the items are applied one by one instead
+            raise
 
     replies = dict(early)
     if calls:

@@ -1,9 +1,9 @@
 """`GET /v1/records?q=`: finding work orders by text, beyond the device's own feed.
 
-Search reaches every work order a device may read: for a worker the whole organisation, or
-only its scope with `Settings.worker_search == "scope"` (then a single read outside the scope
-is a 404 too). Results are ordered by id and paged by the last id (`next_cursor`), so a page
-boundary never depends on what changed in between.
+Search reaches every work order a device may read (server/access.py): for a worker the whole
+organisation, or only its scope with `Settings.worker_search == "scope"`. Results are ordered
+by id and paged by the last id (`next_cursor`), so a page boundary never depends on what
+changed in between.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from server.access import Action, declare
+from server.gate import gate_for
 from server.http import ApiError, Context, CurrentDevice
 from server.openapi.answers import SearchPage, error_responses
 from server.records.mutations import record_columns_json
 from server.records.search import find_work_orders
 from server.scope.feed import pinned_among
-from server.scope.reads import device_scope, reads_restricted
+from server.scope.reads import device_scope
 from server.wire import UrlInteger, wire_entity_id
 
 __all__ = ["router"]
@@ -31,6 +33,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 @router.get(
     "/records",
+    dependencies=[declare(Action.SEARCH)],
     response_model=None,
     responses={200: {"model": SearchPage}, **error_responses(401, 429)},
 )
@@ -54,13 +57,9 @@ def search_records(
         raise ApiError(422, {"error": "invalid_payload", "detail": detail})
     page_size = min(limit or settings.search_default_limit, settings.search_max_limit)
     scope = device_scope(device)
-    rows = find_work_orders(
-        store,
-        q,
-        after,
-        page_size + 1,
-        scope if reads_restricted(context.settings, device) else None,
-    )
+    gate = gate_for(context, device)
+    # The rule's reach as a query: a scoped worker finds only what its scope holds.
+    rows = find_work_orders(store, q, after, page_size + 1, scope if gate.scoped else None)
     has_more = len(rows) > page_size
     rows = rows[:page_size]
     pinned = pinned_among(store, device.user, [row["id"] for row in rows])
@@ -72,4 +71,6 @@ def search_records(
         }
         for row in rows
     ]
+    gate.sent({record["id"]: record["version"] for record in records})
+    gate.flush()
     return {"records": records, "next_cursor": rows[-1]["id"] if has_more else None}

@@ -18,7 +18,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from server.access import Action, declare
+from server.auth import AuthenticatedDevice
 from server.db.models import BIGINT_MAX, Upload
+from server.gate import enforce, gate_for
 from server.http import ApiError, Context, CurrentDevice, ServerContext
 from server.openapi.uploads import (
     DELETE_RESPONSES,
@@ -70,9 +73,13 @@ def _state_headers(row: Upload) -> dict[str, str]:
     return headers
 
 
-def _own_upload(context: ServerContext, device_id: int, upload_id: str) -> Upload:
+def _own_upload(context: ServerContext, device: AuthenticatedDevice, upload_id: str) -> Upload:
     """The device's upload, or 404 (missing, another device's) / 410 (expired, now removed)."""
-    row = find_upload(context.store, device_id, upload_id)
+    table = context.store.tables.Upload
+    found: Upload | None = table.get_or_none(table.id == upload_id)
+    owner = found.device_id if found is not None else None
+    enforce(gate_for(context, device).owned(Action.UPLOAD, owner))
+    row = find_upload(context.store, device.id, upload_id)
     if row is None:
         raise ApiError(404, {"error": "not_found"})
     if not row.complete and row.expires_at <= context.settings.clock():
@@ -81,7 +88,13 @@ def _own_upload(context: ServerContext, device_id: int, upload_id: str) -> Uploa
     return row
 
 
-@router.options("/uploads", status_code=204, response_class=Response, responses=OPTIONS_RESPONSES)
+@router.options(
+    "/uploads",
+    status_code=204,
+    response_class=Response,
+    dependencies=[declare(Action.UPLOAD_INFO)],
+    responses=OPTIONS_RESPONSES,
+)
 def upload_options(context: Context) -> Response:
     """What this tus server supports (no authentication needed)."""
     settings = context.settings
@@ -97,7 +110,8 @@ def upload_options(context: Context) -> Response:
     )
 
 
-@router.post("/uploads", status_code=201, response_class=Response, responses=POST_RESPONSES)
+@router.post("/uploads", status_code=201, response_class=Response,
+             dependencies=[declare(Action.ATTACH)], responses=POST_RESPONSES)  # fmt: skip
 async def create_upload(
     request: Request,
     context: Context,
@@ -108,8 +122,9 @@ async def create_upload(
 ) -> Response:
     """Create the upload of one attachment, or find it again by its `attachment_id`."""
     wanted = parse_upload_request(upload_length, upload_metadata, context.settings)
+    gate = gate_for(context, device)
     row = await run_in_threadpool(
-        create_or_resume, context.store, context.blobs, context.settings, device, wanted
+        create_or_resume, context.store, context.blobs, context.settings, device, wanted, gate
     )
     if row.length == 0 and not row.complete:
         if row.sha256 != _EMPTY_SHA256:
@@ -126,17 +141,18 @@ def _media(request: Request) -> str:
     return request.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
-@router.head("/uploads/{upload_id}", response_class=Response, responses=HEAD_RESPONSES)
+@router.head("/uploads/{upload_id}", response_class=Response,
+             dependencies=[declare(Action.UPLOAD)], responses=HEAD_RESPONSES)  # fmt: skip
 async def upload_offset(
     request: Request, context: Context, device: CurrentDevice, tus: TusResumable, upload_id: str
 ) -> Response:
     """Where to resume: `Upload-Offset` of `Upload-Length` bytes, once a PATCH still being
     stored (a cut one) has recorded what it received."""
-    row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
+    row = await run_in_threadpool(_own_upload, context, device, upload_id)
     if not row.complete:
         try:
             async with context.locks.hold(row.id, arrived(request)):
-                row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
+                row = await run_in_threadpool(_own_upload, context, device, upload_id)
         except UploadLocked:
             raise ApiError(423, {"error": "upload_locked"}) from None
     headers = {**_state_headers(row), "Upload-Length": str(row.length)}
@@ -144,7 +160,7 @@ async def upload_offset(
 
 
 @router.patch("/uploads/{upload_id}", status_code=204, response_class=Response,
-              responses=PATCH_RESPONSES)  # fmt: skip
+              dependencies=[declare(Action.UPLOAD)], responses=PATCH_RESPONSES)  # fmt: skip
 async def append_chunk(
     request: Request,
     context: Context,
@@ -157,19 +173,19 @@ async def append_chunk(
     """Append the body at `Upload-Offset`; answers the new offset."""
     if _media(request) != _OFFSET_STREAM:
         raise ApiError(415, {"error": "unsupported_media_type", "detail": _OFFSET_STREAM})
-    row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
+    row = await run_in_threadpool(_own_upload, context, device, upload_id)
     parse_checksum(upload_checksum)
     row = await receive_body(request, context, device.name, row, upload_offset)
     return Response(status_code=204, headers=_state_headers(row))
 
 
 @router.delete("/uploads/{upload_id}", status_code=204, response_class=Response,
-               responses=DELETE_RESPONSES)  # fmt: skip
+               dependencies=[declare(Action.UPLOAD)], responses=DELETE_RESPONSES)  # fmt: skip
 async def terminate(
     request: Request, context: Context, device: CurrentDevice, tus: TusResumable, upload_id: str
 ) -> Response:
     """Give up an unfinished upload: its bytes are removed (a finished one is an attachment)."""
-    row = await run_in_threadpool(_own_upload, context, device.id, upload_id)
+    row = await run_in_threadpool(_own_upload, context, device, upload_id)
     try:
         async with context.locks.hold(row.id, arrived(request)):
             removed = await run_in_threadpool(_terminate_locked, context, row)

@@ -8,12 +8,16 @@ cannot conflict with a field edit). Removing one leaves a tombstone in the feed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from server.access import Action, Allowed
 from server.db.idempotency import Reply
-from server.db.models import Attachment
+from server.db.models import Attachment, WorkOrderRow
 from server.db.store import ChangeSequence, Store
 from server.records.mutations import now_iso
+
+if TYPE_CHECKING:
+    from server.gate import Gate
 
 __all__ = [
     "attachment_change_json",
@@ -58,13 +62,24 @@ def attachment_changes(store: Store, after: int, limit: int) -> list[Attachment]
     return list(table.select().where(table.seq > after).order_by(table.seq).limit(limit))
 
 
+def order_of(store: Store, row: Attachment | None) -> WorkOrderRow | None:
+    """The work order an attachment belongs to (None for none)."""
+    if row is None:
+        return None
+    orders = store.tables.WorkOrder
+    found: WorkOrderRow | None = orders.get_or_none(orders.id == row.entity_id)
+    return found
+
+
 def remove_attachment(
-    store: Store, attachment_id: str, device_name: str, sequence: ChangeSequence
+    store: Store, gate: Gate, attachment_id: str, device_name: str, sequence: ChangeSequence
 ) -> Reply:
-    """Tombstone an attachment at a new change number (a removed one answers as it is)."""
+    """Tombstone an attachment at a new change number (a removed one answers as it is); one
+    the access rule does not let the device remove is as missing (server/access.py)."""
     table = store.tables.Attachment
     row: Attachment | None = table.get_or_none(table.id == attachment_id)
-    if row is None:
+    order = order_of(store, row)
+    if row is None or not isinstance(gate.order(Action.DETACH, row.entity_id, order), Allowed):
         return Reply(404, {"error": "not_found"})
     if not row.deleted:
         row.deleted, row.deleted_at, row.deleted_by = True, now_iso(), device_name

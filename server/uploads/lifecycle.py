@@ -16,7 +16,9 @@ import binascii
 import re
 import secrets
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from server.access import Action, Allowed
 from server.auth import AuthenticatedDevice
 from server.db.models import Upload
 from server.db.store import Store
@@ -26,6 +28,9 @@ from server.settings import Settings
 from server.uploads.blobs import BlobStore
 from server.uploads.budgets import check_new_upload
 from server.wire import wire_entity_id
+
+if TYPE_CHECKING:
+    from server.gate import Gate
 
 __all__ = [
     "METADATA_KEYS",
@@ -142,9 +147,11 @@ def create_or_resume(
     settings: Settings,
     device: AuthenticatedDevice,
     request: UploadRequest,
+    gate: Gate,
 ) -> Upload:
     """The upload for `request.attachment_id`: the existing one, or a new one (404 if the work
-    order does not exist, 422 idempotency_key_reused if the id came with another file)."""
+    order does not exist or the access rule hides it from the device, 422
+    idempotency_key_reused if the id came with another file)."""
     table = store.tables.Upload
     now = settings.clock()
     existing: Upload | None = table.get_or_none(table.attachment_id == request.attachment_id)
@@ -156,7 +163,8 @@ def create_or_resume(
         return _answer_existing(existing, device, request)
     orders = store.tables.WorkOrder
     order = orders.get_or_none(orders.id == request.entity_id)
-    if order is None or order.deleted:
+    allowed = isinstance(gate.order(Action.ATTACH, request.entity_id, order), Allowed)
+    if order is None or order.deleted or not allowed:
         raise ApiError(404, {"error": "not_found"})
     upload_id = secrets.token_hex(16)
     values = {

@@ -1,0 +1,57 @@
+"""What each device was sent: the newest version of each work order, per device.
+
+In scope mode (server/access.py) a work order that left a worker's scope is hidden from it,
+except for the edits it made while it still had the work order: those must go through (or
+come back as a 409 with the `current` to merge). The server tells the two apart by what it
+sent the device: a feed page, a single read, a mutation's reply or a 409 `current` records
+`(device, work order) → version`, the newest only. A device never sent a work order has no
+row, so every route answers it 404 for that work order, always.
+
+Only scoped workers need the rows (everyone else reaches every work order anyway), so only
+they get them; switching a server to scope mode starts the record then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from server.db.store import Store
+from server.scope.keys import tuples_of
+
+__all__ = ["held_versions", "note_held"]
+
+
+def held_versions(store: Store, device_id: int, entity_ids: Sequence[str]) -> dict[str, int]:
+    """The newest version of each of these work orders the device was sent."""
+    table = store.tables.HeldRecord
+    found: dict[str, int] = {}
+    ids = list(dict.fromkeys(entity_ids))
+    step = store.rows_per_statement(1) - 1
+    for start in range(0, len(ids), step):
+        query = table.select(table.entity_id, table.version).where(
+            table.device_id == device_id, table.entity_id.in_(ids[start : start + step])
+        )
+        found.update((str(entity_id), int(version)) for entity_id, version in tuples_of(query))
+    return found
+
+
+def note_held(
+    store: Store, device_id: int, versions: Mapping[str, int] | Iterable[tuple[str, int]]
+) -> None:
+    """Record that the device was sent these versions (a lower one never replaces a higher)."""
+    pairs = dict(versions.items() if isinstance(versions, Mapping) else versions)
+    if not pairs:
+        return
+    table = f'"{store.tables.HeldRecord._meta.table_name}"'
+    rows = sorted(pairs.items())  # one order for every writer: no deadlock between two
+    for start in range(0, len(rows), store.rows_per_statement(3)):
+        chunk = rows[start : start + store.rows_per_statement(3)]
+        sql = (
+            f'INSERT INTO {table} ("device_id", "entity_id", "version") VALUES '
+            f"{store.values_list(len(chunk), 3)} "
+            'ON CONFLICT ("device_id", "entity_id") DO UPDATE SET "version" = excluded."version" '
+            f'WHERE {table}."version" < excluded."version"'
+        )
+        params = [value for pair in chunk for value in (device_id, *pair)]
+        with store.db.atomic():
+            store.db.execute_sql(sql, params)
