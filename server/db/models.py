@@ -211,8 +211,9 @@ class ScopeEntry(_Base):
     """
 
     key = pw.CharField(max_length=210)
-    #: A work order's id, or an attachment's (its own changes, under its work order's keys).
-    entity_id = pw.CharField(max_length=36)
+    #: A work order's id, or `f:` + an attachment's (its own changes, under its work order's
+    #: keys; a key space of its own, server/scope.py `FILE`).
+    entity_id = pw.CharField(max_length=38)
     seq = pw.BigIntegerField()
     present = pw.BooleanField()
 

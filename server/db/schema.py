@@ -18,6 +18,7 @@ from playhouse.migrate import SchemaMigrator, migrate
 
 from server.db.models import Tables
 from server.db.search_index import create_search_index
+from server.scope.files import separate_file_entries
 from server.scope.legacy import backfill_scope_entries, mark_legacy_devices
 
 __all__ = ["STEPS", "apply_steps"]
@@ -113,6 +114,7 @@ STEPS: list[tuple[int, Step]] = [
     (3, _step3_devices_before_scopes),
     (4, _step4_covering_feed_index),
     (5, _step5_conflict_base),
+    (20, separate_file_entries),
 ]
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from server.db.store import Store
 from server.records.mutations import WIRE_FIELDS, record_columns_json
-from server.scope.keys import Scope, tuples_of
+from server.scope.keys import FILE, Scope, tuples_of
 from server.uploads.attachments import attachment_change_json, attachments_of, with_attachments
 
 __all__ = ["feed_page"]
@@ -126,24 +126,26 @@ def feed_page(store: Store, scope: Scope, since: int, limit: int) -> dict[str, A
     plus `attachments` (the file changes of work orders it holds) when there are any.
 
     An attachment's change has a number of its own (a position of its own in a worker's
-    keys, under the attachment's id): it travels in `attachments` and never moves its work
+    keys, under `FILE` + the attachment's id): it travels in `attachments` and never moves its work
     order, whose record lists its live attachments."""
     positions = _positions(store, scope, since, limit + 1)
     has_more = len(positions) > limit
     positions = positions[:limit]
     files = _file_changes(store, [position.seq for position in positions])
     owner = {p.seq: str(files[p.seq]["entity_id"]) for p in positions if p.seq in files}
-    entity_ids = sorted({owner.get(p.seq, p.entity_id) for p in positions})
+    # A file's entry whose attachment changed again since is no work order's position.
+    mine = [p for p in positions if p.seq in owner or not p.entity_id.startswith(FILE)]
+    entity_ids = sorted({owner.get(p.seq, p.entity_id) for p in mine})
     changes: list[dict[str, Any]] = []
     held: set[str] = set()
     if entity_ids:
         rows = _rows(store, entity_ids)
         pinned = pinned_among(store, scope.user, entity_ids)
-        orders = sorted({p.entity_id for p in positions if p.seq not in owner})
+        orders = sorted({p.entity_id for p in mine if p.seq not in owner})
         latest = _latest(store, scope, orders) if orders else {}
         held = {e for e, row in rows.items() if scope.holds(row, e in pinned)}
         listed = attachments_of(store, sorted(held))
-        for position in positions:
+        for position in mine:
             entity_id = position.entity_id
             row = rows.get(entity_id)
             if position.seq in owner or row is None:

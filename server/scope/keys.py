@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEVICE",
+    "FILE",
     "PIN",
     "TEAM",
     "USER",
@@ -48,6 +49,9 @@ __all__ = [
 ]
 
 USER, TEAM, PIN, DEVICE = "u:", "t:", "p:", "d:"
+#: Before an attachment's id in `scope_entry.entity_id`: files and work orders are separate
+#: key spaces there, so an attachment whose id equals a work order's cannot overwrite its rows.
+FILE = "f:"
 
 #: (key, entity id, seq, present): one row of `scope_entry`.
 Entry = tuple[str, str, int, bool]
@@ -133,7 +137,7 @@ def restamp_changed(store: Store, after: int, last: int) -> int:
     changes that was. Runs inside the write transaction.
 
     A changed work order's present entries (and those of keys it just left) move to its
-    change. A changed attachment gets entries of its own (keyed by the attachment's id) under
+    change. A changed attachment gets entries of its own (`FILE` + the attachment's id) under
     its work order's keys: attachments never move their work order in the feed."""
     orders, files = store.tables.WorkOrder, store.tables.Attachment
     in_range = (orders.seq > after) & (orders.seq <= last)
@@ -164,7 +168,8 @@ def restamp_changed(store: Store, after: int, last: int) -> int:
             entries.extend((key, entity_id, seq, True) for key in sorted(now_in - mine))
     for attachment_id, entity_id, seq in attached:
         entries.extend(
-            (key, attachment_id, int(seq), False) for key in sorted(keys_now.get(entity_id, ()))
+            (key, FILE + attachment_id, int(seq), False)
+            for key in sorted(keys_now.get(entity_id, ()))
         )
     upsert_entries(store, entries)
     return len(changed) + len(attached)
