@@ -15,6 +15,7 @@ __all__ = [
     "PRIORITY_WORDS",
     "STATUS_WORDS",
     "ago",
+    "discard_question",
     "field_label",
     "last_synced",
     "number",
@@ -216,3 +217,18 @@ def iso_when(value: str | None, now: float | None = None) -> str:
     if moment.tzinfo is None:  # the server writes UTC; a bare time is UTC too
         moment = moment.replace(tzinfo=dt.UTC)
     return when(moment.timestamp(), now)
+
+
+def discard_question(op: str) -> str:
+    """What the failed-changes page asks before it discards a change of this kind: a create
+    the server never had takes its work order off the device, and its photos' uploads along
+    (app.store.store.Store.discard)."""
+    if op == "create":
+        return (
+            "Discard this change? It will not be sent to the server. It creates the work "
+            "order, so the work order leaves this device and its photos are discarded with "
+            "it: they will not be uploaded. A copy is kept in the audit log."
+        )
+    return (
+        "Discard this change? It will not be sent to the server. A copy is kept in the audit log."
+    )

@@ -103,6 +103,23 @@ class UploadLedger:
             forget_departed(self.store, self.files)
         return acked
 
+    def work_order_deleted(self, entity_id: str) -> bool:
+        """Whether the person deleted the work order on this device (or it is gone)."""
+        row = self.store.cache.get(entity_id)
+        return row is None or bool(row["deleted"])
+
+    def dropped(self, job: ClaimedJob, http_status: int | None) -> bool:
+        """Its work order was deleted before the file reached it (a work order never synced,
+        deleted while its photo waited): there is nothing left to attach it to, so the upload
+        is done, not failed, and the attachment is removed with its work order."""
+        now = self.store.clock()
+        with WriteTransaction(self.store.db, self.store.path) as conn:
+            conn.execute(
+                "UPDATE attachments SET removed_at = COALESCE(removed_at, ?) WHERE id = ?",
+                (now, job.payload["attachment_id"]),
+            )
+            return self.store.queue.ack(job, Outcome(http_status=http_status))
+
     def failed(self, job: ClaimedJob, outcome: Outcome) -> JobStatus | Stale:
         """The server refused it for good: a person retries or removes it."""
         return self.store.queue.dead(job, outcome)

@@ -223,6 +223,12 @@ class Uploader(EnginePart):
             size=row.size,
             sha256=row.sha256,
         )
+        if reply.status == 404 and await self.executor.run(
+            self.ledger.work_order_deleted, row.entity_id
+        ):
+            # The server has the work order deleted, as the person did here: not a failure.
+            await self.executor.run(self.ledger.dropped, job, reply.status)
+            return
         if not await self._usable(job, row, reply, "create"):
             return
         url = self.client.same_server(reply.location or "")

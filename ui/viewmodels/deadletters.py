@@ -25,7 +25,7 @@ from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
 from ui.viewmodels.base import ListViewModel, notified, settable
 from ui.viewmodels.deadform import form_fields, form_payload, refused_fields
-from ui.wording import kind_in_words, reason_in_words, when
+from ui.wording import discard_question, kind_in_words, reason_in_words, when
 
 __all__ = ["DeadLetterModel", "validate_payload"]
 
@@ -332,6 +332,7 @@ class DeadLetterModel(ListViewModel[DeadJob]):
             "queuedAt": when(job.created_at),
             "attempts": job.attempt_count,
             "payloadJson": json.dumps(job.payload, indent=2, ensure_ascii=False),
+            "discardQuestion": discard_question(job.op),
         }
 
     @Property(list, notify=changed)

@@ -159,7 +159,8 @@ ColumnLayout {
         ColumnLayout {
             width: parent.width
             PlainLabel {
-                text: "Discard this change? It will not be sent to the server. A copy is kept in the audit log."
+                objectName: "discardQuestion"
+                text: form.hasJob ? form.job.discardQuestion : ""
                 wrapMode: Text.WordWrap
                 Layout.fillWidth: true
             }
