@@ -8,15 +8,18 @@ sent the device: a feed page, a single read, a mutation's reply or a 409 `curren
 row, so every route answers it 404 for that work order, always.
 
 Only scoped workers need the rows (everyone else reaches every work order anyway), so only
-they get them; switching a server to scope mode starts the record then.
+they get them, plus a device whose own scope shrinks (`set-device`, the end of a legacy
+device's everything): the work orders it loses then were on it. Switching a server from
+`all` to scope mode starts the record for the rest then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from server.db.store import Store
-from server.scope.keys import tuples_of
+if TYPE_CHECKING:  # server.db.store imports the scope keys, which record held versions
+    from server.db.store import Store
 
 __all__ = ["held_versions", "note_held"]
 
@@ -31,7 +34,8 @@ def held_versions(store: Store, device_id: int, entity_ids: Sequence[str]) -> di
         query = table.select(table.entity_id, table.version).where(
             table.device_id == device_id, table.entity_id.in_(ids[start : start + step])
         )
-        found.update((str(entity_id), int(version)) for entity_id, version in tuples_of(query))
+        pairs: Any = query.tuples()  # its stubs type the rows as model instances
+        found.update((str(entity_id), int(version)) for entity_id, version in pairs)
     return found
 
 

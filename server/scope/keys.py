@@ -31,6 +31,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from server.scope.held import note_held
+
 if TYPE_CHECKING:
     from server.db.store import ChangeSequence, Store
 
@@ -190,6 +192,7 @@ def stamp_device_scope(store: Store, before: Scope, after: Scope, sequence: Chan
     candidates = [row[0] for row in store.db.execute_sql(sql, keys)]
     orders, pins = store.tables.WorkOrder, store.tables.Pin
     moved: list[str] = []
+    lost: dict[str, int] = {}
     for chunk in _chunks(candidates, store.rows_per_statement(1)):
         pinned = set(
             tuples_of(
@@ -198,14 +201,18 @@ def stamp_device_scope(store: Store, before: Scope, after: Scope, sequence: Chan
                 )
             )
         )
-        query = orders.select(orders.id, orders.assignee, orders.team, orders.created_by).where(
-            orders.id.in_(list(chunk))
-        )
-        for entity_id, assignee, team, created_by in tuples_of(query):
+        query = orders.select(
+            orders.id, orders.assignee, orders.team, orders.created_by, orders.version
+        ).where(orders.id.in_(list(chunk)))
+        for entity_id, assignee, team, created_by, version in tuples_of(query):
             row = {"assignee": assignee, "team": team, "created_by": created_by}
             was = before.holds(row, (before.user, entity_id) in pinned)
             if was != after.holds(row, (after.user, entity_id) in pinned):
                 moved.append(entity_id)
+                if was:
+                    lost[entity_id] = int(version)
+    # What it loses was on it: its edits of those still go through (server/access.py).
+    note_held(store, after.device_id, lost)
     own = DEVICE + str(after.device_id)
     upsert_entries(store, [(own, entity_id, sequence.next(), False) for entity_id in sorted(moved)])
     return len(moved)

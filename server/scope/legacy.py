@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import peewee as pw
 
 from server.db.models import Tables
+from server.scope.held import note_held
 from server.scope.keys import DEVICE, TEAM, USER, Scope, tuples_of, upsert_entries
 
 if TYPE_CHECKING:
@@ -90,7 +91,9 @@ def end_legacy_scope(store: Store, after: Scope, sequence: ChangeSequence) -> in
     last = ""
     while True:
         query = (
-            orders.select(orders.id, orders.assignee, orders.team, orders.created_by)
+            orders.select(
+                orders.id, orders.assignee, orders.team, orders.created_by, orders.version
+            )
             .where(orders.id > last)
             .order_by(orders.id)
             .limit(_CHUNK)
@@ -98,14 +101,17 @@ def end_legacy_scope(store: Store, after: Scope, sequence: ChangeSequence) -> in
         rows = list(tuples_of(query))
         if not rows:
             return left
-        gone = [
-            (own, entity_id, sequence.next(), False)
-            for entity_id, assignee, team, created_by in rows
+        versions = {
+            entity_id: int(version)
+            for entity_id, assignee, team, created_by, version in rows
             if not after.holds(
                 {"assignee": assignee, "team": team, "created_by": created_by},
                 entity_id in pinned,
             )
-        ]
+        }
+        gone = [(own, entity_id, sequence.next(), False) for entity_id in versions]
         upsert_entries(store, gone)
+        # It had every one of them: its edits of those still go through (server/access.py).
+        note_held(store, after.device_id, versions)
         left += len(gone)
         last = rows[-1][0]

@@ -15,6 +15,8 @@ import httpx
 import pytest
 from PIL import Image
 
+from server.auth import set_device
+from server.db.store import open_store
 from server.embedded import EmbeddedServer, start_server
 from tests.support.api import ServerApi, create_body, new_id
 from tests.support.postgres import PostgresCluster
@@ -264,3 +266,24 @@ def test_a_device_that_never_held_a_work_order_gets_404_for_it_always(device: De
     for base in (1, 2, 3):
         as_missing(newcomer.update(order["id"], base, notes="guessing"))
     as_missing(newcomer.mutate(create_body(order["id"])))
+
+
+def test_a_legacy_phones_edit_lands_after_set_device_scoped_it(
+    scoped: EmbeddedServer, device: Device
+) -> None:
+    """A device from before scopes had everything; `set-device` scopes it, and the edits it
+    made before still go through for the work orders that left it then."""
+    office = device("admin")
+    order = office.create(title="before scopes", team=team())
+    old = device(team="")
+    name = old.client.get("/v1/me").json()["device"]
+    store = open_store(scoped.settings.db_url)
+    try:
+        devices = store.tables.Device
+        devices.update(legacy_scope=True).where(devices.name == name).execute()
+        assert set_device(store, name, team=team()) is not None
+    finally:
+        store.close()
+    applied = old.update(order["id"], 1, notes="made before the upgrade")
+    assert applied.status_code == 200, applied.text
+    as_missing(old.client.get(f"/v1/records/{order['id']}"))
