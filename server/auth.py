@@ -167,13 +167,16 @@ def set_device(
 
 def revoke_device(store: Store, name: str) -> bool:
     """Revoke a device's token; False if no such (active) device."""
-    devices = store.tables.Device
+    devices, held = store.tables.Device, store.tables.HeldRecord
     with store.db.atomic():
         changed = (
             devices.update(revoked_at=_now_iso())
             .where(devices.name == name, devices.revoked_at.is_null())
             .execute()
         )
+        # What it was sent only served its own edits, which it can no longer send.
+        gone = devices.select(devices.id).where(devices.name == name)
+        held.delete().where(held.device_id.in_(gone)).execute()
     return bool(changed)
 
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from server.auth import set_device
+from server.auth import revoke_device, set_device
 from server.db.store import open_store
 from server.embedded import EmbeddedServer, start_server
 from tests.support.api import ServerApi, create_body, new_id
@@ -287,3 +287,21 @@ def test_a_legacy_phones_edit_lands_after_set_device_scoped_it(
     applied = old.update(order["id"], 1, notes="made before the upgrade")
     assert applied.status_code == 200, applied.text
     as_missing(old.client.get(f"/v1/records/{order['id']}"))
+
+
+def test_revoking_a_device_forgets_what_it_was_sent(scoped: EmbeddedServer, device: Device) -> None:
+    office = device("admin")
+    north = team()
+    ana = device(team=north)
+    office.create(title="sent to ana", team=north)
+    ana.pull(None, 100)
+    name = ana.client.get("/v1/me").json()["device"]
+    store = open_store(scoped.settings.db_url)
+    try:
+        devices, held = store.tables.Device, store.tables.HeldRecord
+        ana_id = devices.get(devices.name == name).id
+        assert held.select().where(held.device_id == ana_id).count() == 1
+        assert revoke_device(store, name)
+        assert held.select().where(held.device_id == ana_id).count() == 0
+    finally:
+        store.close()
