@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.states import JobStatus
 from app.store.db import connection
 from app.store.errors import StoreError, storage_errors
 from app.store.store import Store
@@ -27,7 +28,12 @@ __all__ = ["EXPORT_FORMAT", "ExportError", "ExportSummary", "export_pending", "p
 
 EXPORT_FORMAT = "fieldsync-pending-changes"
 #: The job states a person reads: a leased job is one being sent right now.
-_STATES = {"pending": "waiting", "leased": "sending", "dead": "failed", "conflict": "conflict"}
+_STATES = {
+    JobStatus.PENDING: "waiting",
+    JobStatus.LEASED: "sending",
+    JobStatus.DEAD: "failed",
+    JobStatus.CONFLICT: "conflict",
+}
 
 
 class ExportError(StoreError):
@@ -102,5 +108,5 @@ def export_pending(store: Store, path: Path, *, now: float | None = None) -> Exp
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise ExportError(f"could not write {path}: {exc.strerror or exc}") from None
-    failed = sum(1 for change in changes if change["state"] == "failed")
+    failed = sum(1 for change in changes if change["state"] == _STATES[JobStatus.DEAD])
     return ExportSummary(path=path, count=len(changes), failed=failed)
