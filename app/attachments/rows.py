@@ -8,9 +8,9 @@ rows mean (an attachment's state) is read in `app.states.attachment_state`;
 
 The row's life: ``insert_mine`` (attached here) or ``from_feed`` (a colleague's, or ours
 confirmed); ``set_upload`` as the server takes its bytes, ``confirm`` once it holds them all;
-``mark_removed`` / ``tombstone`` when removed; ``unstore`` when its bytes leave the device;
-thumbnails ``keep_thumbnail`` / ``touch_thumbnail`` / ``drop_thumbnail(s)``; and
-``delete_departed`` when its work order left the device.
+``mark_removed`` / ``tombstone`` / ``removed_with_work_order`` when removed; ``unstore``
+when its bytes leave the device; thumbnails ``keep_thumbnail`` / ``touch_thumbnail`` /
+``drop_thumbnail(s)``; and ``delete_departed`` when its work order left the device.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ __all__ = [
     "insert_mine",
     "keep_thumbnail",
     "mark_removed",
+    "removed_with_work_order",
     "set_upload",
     "tombstone",
     "touch_thumbnail",
@@ -88,6 +89,15 @@ def mark_removed(conn: sqlite3.Connection, attachment_id: str, now: float) -> No
     """Removed on this device: gone from the screens at once; its bytes may go."""
     conn.execute(
         "UPDATE attachments SET removed_at = ?, stored = 0 WHERE id = ?", (now, attachment_id)
+    )
+
+
+def removed_with_work_order(conn: sqlite3.Connection, attachment_id: str, now: float) -> None:
+    """Its work order was deleted before the file reached the server: it goes with it (its
+    bytes stay until the retention sweep, like any other removed file)."""
+    conn.execute(
+        "UPDATE attachments SET removed_at = COALESCE(removed_at, ?) WHERE id = ?",
+        (now, attachment_id),
     )
 
 

@@ -114,10 +114,7 @@ class UploadLedger:
         is done, not failed, and the attachment is removed with its work order."""
         now = self.store.clock()
         with WriteTransaction(self.store.db, self.store.path) as conn:
-            conn.execute(
-                "UPDATE attachments SET removed_at = COALESCE(removed_at, ?) WHERE id = ?",
-                (now, job.payload["attachment_id"]),
-            )
+            rows.removed_with_work_order(conn, str(job.payload["attachment_id"]), now)
             return self.store.queue.ack(job, Outcome(http_status=http_status))
 
     def failed(self, job: ClaimedJob, outcome: Outcome) -> JobStatus | Stale:
