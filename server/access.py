@@ -1,6 +1,6 @@
 """Who may do what to which work order, file, upload or conflict: one rule, `decide`.
 
-Every route under `/v1/` declares its action (`declare`, a FastAPI dependency) and asks
+Every route under `/v1/` declares its action (`declare` in server/http.py) and asks
 `decide(viewer, action, target)` about the thing it found, before it answers or writes:
 
 - `Allowed`: go on;
@@ -24,13 +24,10 @@ Uploads and conflicts belong to the device that made them (an admin reads every 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
-
-from fastapi import Depends, FastAPI
-from fastapi.routing import APIRoute
 
 from server.scope.keys import Scope
 
@@ -51,10 +48,7 @@ __all__ = [
     "Owned",
     "Refused",
     "Viewer",
-    "declare",
-    "declared_action",
     "decide",
-    "undeclared_routes",
 ]
 
 
@@ -192,39 +186,3 @@ def _held(target: Order) -> bool:
     if target.held is None:
         return False
     return target.base_version is None or target.base_version <= target.held
-
-
-_MARK = "__fieldsync_access__"
-
-
-def declare(action: Action) -> Any:
-    """The dependency a route lists to say which action it takes (`dependencies=[…]`)."""
-
-    def declared() -> None:
-        return None
-
-    setattr(declared, _MARK, action)
-    declared.__name__ = f"declares_{action.value}"
-    return Depends(declared)
-
-
-def declared_action(route: APIRoute) -> Action | None:
-    """The action `route` declared, if any."""
-    for dependency in route.dependant.dependencies:
-        call: Callable[..., Any] | None = dependency.call
-        found = getattr(call, _MARK, None)
-        if isinstance(found, Action):
-            return found
-    return None
-
-
-def undeclared_routes(app: FastAPI) -> list[str]:
-    """`METHOD path` of each route under /v1/ that declares no action (deny by default:
-    `create_app` refuses to build a server with one)."""
-    missing: list[str] = []
-    for route in app.routes:
-        if not isinstance(route, APIRoute) or not route.path.startswith("/v1/"):
-            continue
-        if declared_action(route) is None:
-            missing.extend(f"{method} {route.path}" for method in sorted(route.methods or ()))
-    return missing

@@ -10,12 +10,16 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from server import access
 from server.console.mount import mount_console
 from server.db.idempotency import abandon_claims, prune_expired
 from server.db.store import open_store
 from server.devices.ratelimit import RateLimiter, SharedRateLimiter
-from server.http import CorrelationMiddleware, ServerContext, install_error_handlers
+from server.http import (
+    CorrelationMiddleware,
+    ServerContext,
+    install_error_handlers,
+    undeclared_routes,
+)
 from server.logs import log_event
 from server.metrics import Metrics
 from server.openapi.inputs import exact_document
@@ -131,7 +135,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(attachments.router)
     mount_console(app, settings, store)
     app.include_router(health.router)
-    undeclared = access.undeclared_routes(app)
+    undeclared = undeclared_routes(app)
     if undeclared:  # deny by default: a route that says nothing about access never serves
         raise RuntimeError(f"routes without an access action: {', '.join(undeclared)}")
 

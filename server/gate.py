@@ -10,15 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from server.access import Action, Allowed, Decision, Nothing, Order, Owned, Viewer, decide
+from server.access import (
+    Action,
+    Allowed,
+    Decision,
+    Nothing,
+    Order,
+    Owned,
+    Refused,
+    Viewer,
+    decide,
+)
 from server.auth import AuthenticatedDevice
 from server.db.models import WorkOrderRow
 from server.db.store import Store
-from server.http import ApiError, ServerContext
+from server.errors import Forbidden, NotFound
 from server.scope.held import held_versions, note_held
 from server.scope.keys import tuples_of
+from server.settings import Settings
 
 __all__ = ["Gate", "enforce", "gate_for", "order_columns"]
 
@@ -34,9 +45,11 @@ def order_columns(row: WorkOrderRow | Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def enforce(decision: Decision) -> None:
-    """Raise the reply for anything but `Allowed`."""
+    """Raise the domain error for anything but `Allowed` (server/http.py answers it)."""
+    if isinstance(decision, Refused):
+        raise Forbidden()
     if not isinstance(decision, Allowed):
-        raise ApiError(decision.status, decision.body)
+        raise NotFound()
 
 
 @dataclass
@@ -132,5 +145,15 @@ class Gate:
         self._loaded.clear()
 
 
-def gate_for(context: ServerContext, device: AuthenticatedDevice) -> Gate:
+class _Server(Protocol):
+    """What a gate needs of the server (`server.http.ServerContext` has it)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+
+def gate_for(context: _Server, device: AuthenticatedDevice) -> Gate:
     return Gate(context.store, Viewer.of(device, context.settings))

@@ -1,4 +1,9 @@
-"""HTTP plumbing shared by the routes: errors, body limits, correlation ids, authentication."""
+"""HTTP plumbing shared by the routes: errors, body limits, correlation ids, authentication.
+
+Every error leaves through `install_error_handlers` as `{"error": <name>, …}`: `ApiError`
+(raised by routes), each `server.errors.DomainError` by the one table `DOMAIN_ANSWERS`,
+FastAPI's validation errors and Starlette's HTTP exceptions.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -14,16 +20,35 @@ from fastapi import Depends, FastAPI, Header, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from server.access import Action
 from server.auth import AuthenticatedDevice, authenticate
 from server.db.idempotency import Reply
 from server.db.store import Store
 from server.devices.ratelimit import RateLimiter, SharedRateLimiter
 from server.devices.status import note_seen
+from server.errors import (
+    ChecksumMismatch,
+    DomainError,
+    Forbidden,
+    InsufficientStorage,
+    InvalidInput,
+    KeyReused,
+    NotFound,
+    OffsetMismatch,
+    StorageBudgetExceeded,
+    TooLarge,
+    UnsupportedMediaType,
+    UploadBudgetExceeded,
+    UploadExpired,
+    UploadInterrupted,
+    UploadLocked,
+)
 from server.logs import correlation_id, log_event
 from server.metrics import Metrics
 from server.settings import Settings
@@ -36,11 +61,16 @@ __all__ = [
     "Context",
     "CorrelationMiddleware",
     "CurrentDevice",
+    "DOMAIN_ANSWERS",
     "IdempotencyKeyHeader",
     "ServerContext",
+    "declare",
+    "declared_action",
+    "domain_answer",
     "idempotency_key_problem",
     "install_error_handlers",
     "reply_response",
+    "undeclared_routes",
 ]
 
 logger = logging.getLogger("server.access")
@@ -54,6 +84,23 @@ _ERROR_NAMES = {
     413: "payload_too_large",
 }
 _CORRELATION_SHAPE = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+#: The answer of each domain error: its status and `error` name (its `detail` follows, if any).
+DOMAIN_ANSWERS: dict[type[DomainError], tuple[int, str]] = {
+    NotFound: (404, "not_found"),
+    Forbidden: (403, "forbidden"),
+    InvalidInput: (422, "invalid_payload"),
+    KeyReused: (422, "idempotency_key_reused"),
+    TooLarge: (413, "payload_too_large"),
+    UnsupportedMediaType: (415, "unsupported_media_type"),
+    InsufficientStorage: (507, "insufficient_storage"),
+    UploadBudgetExceeded: (507, "upload_budget_exceeded"),
+    StorageBudgetExceeded: (507, "storage_budget_exceeded"),
+    UploadExpired: (410, "upload_expired"),
+    UploadLocked: (423, "upload_locked"),
+    OffsetMismatch: (409, "offset_mismatch"),
+    UploadInterrupted: (409, "upload_interrupted"),
+    ChecksumMismatch: (460, "checksum_mismatch"),
+}
 BATCH_PATH = "/v1/mutations/batch"
 UPLOADS_PATH = "/v1/uploads"
 
@@ -90,12 +137,32 @@ def reply_response(reply: Reply) -> JSONResponse:
     return JSONResponse(reply.body, status_code=reply.status, headers=headers)
 
 
+def domain_answer(error: DomainError) -> JSONResponse:
+    """The answer to a domain error, from `DOMAIN_ANSWERS` (a subclass answers as its base)."""
+    status, name = next(
+        DOMAIN_ANSWERS[kind] for kind in type(error).__mro__ if kind in DOMAIN_ANSWERS
+    )
+    body = {"error": name} if error.detail is None else {"error": name, "detail": error.detail}
+    headers: dict[str, str] = {}
+    if error.offset is not None:
+        headers["Upload-Offset"] = str(error.offset)  # where the client resumes from
+    if error.body_unread:
+        # The client stops sending a body nobody reads (one waiting on `Expect:
+        # 100-continue` never sent it).
+        headers["Connection"] = "close"
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Every error leaves as `{"error": <name>, …}`."""
 
     async def on_api_error(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, ApiError)
         return JSONResponse(error.body, status_code=error.status, headers=error.headers)
+
+    async def on_domain_error(request: Request, error: Exception) -> JSONResponse:
+        assert isinstance(error, DomainError)
+        return domain_answer(error)
 
     async def on_http_error(request: Request, error: Exception) -> JSONResponse:
         assert isinstance(error, HTTPException)
@@ -112,6 +179,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": "invalid_payload", "detail": detail}, status_code=422)
 
     app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(DomainError, on_domain_error)
     app.add_exception_handler(HTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_invalid)
 
@@ -304,3 +372,41 @@ async def _idempotency_key(
 
 
 IdempotencyKeyHeader = Annotated[str, Depends(_idempotency_key)]
+
+
+# Each route under /v1/ says which access action it takes (server/access.py asks the rule);
+# a server with one that does not never starts: deny by default.
+_MARK = "__fieldsync_access__"
+
+
+def declare(action: Action) -> Any:
+    """The dependency a route lists to say which action it takes (`dependencies=[…]`)."""
+
+    def declared() -> None:
+        return None
+
+    setattr(declared, _MARK, action)
+    declared.__name__ = f"declares_{action.value}"
+    return Depends(declared)
+
+
+def declared_action(route: APIRoute) -> Action | None:
+    """The action `route` declared, if any."""
+    for dependency in route.dependant.dependencies:
+        call: Callable[..., Any] | None = dependency.call
+        found = getattr(call, _MARK, None)
+        if isinstance(found, Action):
+            return found
+    return None
+
+
+def undeclared_routes(app: FastAPI) -> list[str]:
+    """`METHOD path` of each route under /v1/ that declares no action (deny by default:
+    `create_app` refuses to build a server with one)."""
+    missing: list[str] = []
+    for route in app.routes:
+        if not isinstance(route, APIRoute) or not route.path.startswith("/v1/"):
+            continue
+        if declared_action(route) is None:
+            missing.extend(f"{method} {route.path}" for method in sorted(route.methods or ()))
+    return missing

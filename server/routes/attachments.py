@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import StreamingResponse
 
-from server.access import Action, declare
+from server.access import Action
 from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.db.models import Attachment
 from server.db.store import ChangeSequence
@@ -22,6 +22,7 @@ from server.http import (
     CurrentDevice,
     IdempotencyKeyHeader,
     ServerContext,
+    declare,
     reply_response,
 )
 from server.openapi.uploads import ATTACHMENT_RESPONSES, REMOVE_RESPONSES, THUMBNAIL_RESPONSES

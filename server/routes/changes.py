@@ -17,11 +17,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import JSONResponse
 
-from server.access import Action, declare
+from server.access import Action
 from server.db.models import BIGINT_MAX
 from server.devices.status import STATUS_DESCRIPTION, STATUS_HEADER, note_pull
 from server.gate import enforce, gate_for
-from server.http import ApiError, Context, CurrentDevice
+from server.http import ApiError, Context, CurrentDevice, declare
 from server.openapi.answers import ChangesPage, RecordRead, error_responses
 from server.records.mutations import record_json
 from server.routes.attachments import etag_matches

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.records import ValidationError, printable
-from server.access import Action, declare
+from server.access import Action
 from server.auth import AuthenticatedDevice
 from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.db.models import BIGINT_MAX, INTEGER_MAX
@@ -20,6 +20,7 @@ from server.http import (
     Context,
     CurrentDevice,
     IdempotencyKeyHeader,
+    declare,
     reply_response,
 )
 from server.openapi.answers import (

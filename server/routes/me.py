@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from server.access import Action, declare
-from server.http import CurrentDevice
+from server.access import Action
+from server.http import CurrentDevice, declare
 from server.openapi.answers import Identity, error_responses
 
 __all__ = ["router"]

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from server.access import Action, declare
+from server.access import Action
 from server.auth import AuthenticatedDevice
 from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.db.store import ChangeSequence
@@ -21,6 +21,7 @@ from server.http import (
     CurrentDevice,
     IdempotencyKeyHeader,
     ServerContext,
+    declare,
     idempotency_key_problem,
     reply_response,
 )

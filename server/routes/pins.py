@@ -6,10 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from server.access import Action, declare
+from server.access import Action
 from server.auth import AuthenticatedDevice
 from server.gate import enforce, gate_for
-from server.http import ApiError, Context, CurrentDevice, ServerContext
+from server.http import ApiError, Context, CurrentDevice, ServerContext, declare
 from server.openapi.answers import PinReply, error_responses
 from server.scope.pins import set_pin
 from server.wire import wire_entity_id

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from server.access import Action, declare
+from server.access import Action
 from server.gate import gate_for
-from server.http import ApiError, Context, CurrentDevice
+from server.http import ApiError, Context, CurrentDevice, declare
 from server.openapi.answers import SearchPage, error_responses
 from server.records.mutations import record_columns_json
 from server.records.search import find_work_orders

@@ -11,18 +11,21 @@ a database row of the work order in the same write transaction as its change num
 
 from __future__ import annotations
 
+import base64
+import binascii
 import email.utils
 import hashlib
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
-from server.access import Action, declare
+from server.access import Action
 from server.auth import AuthenticatedDevice
 from server.db.models import BIGINT_MAX, Upload
 from server.gate import enforce, gate_for
-from server.http import ApiError, Context, CurrentDevice, ServerContext
+from server.http import ApiError, Context, CurrentDevice, ServerContext, declare
 from server.openapi.uploads import (
     DELETE_RESPONSES,
     HEAD_RESPONSES,
@@ -30,16 +33,13 @@ from server.openapi.uploads import (
     PATCH_RESPONSES,
     POST_RESPONSES,
 )
-from server.uploads.blobs import UploadBusy
 from server.uploads.lifecycle import (
-    complete_upload,
     create_or_resume,
-    find_upload,
+    own_upload,
     parse_upload_request,
-    terminate_upload,
+    terminate_held_upload,
 )
-from server.uploads.locks import UploadLocked
-from server.uploads.receive import arrived, checksum_mismatch, parse_checksum, receive_body
+from server.uploads.receive import BodyCut, Chunk, Uploads, complete_empty, receive_body
 from server.wire import UrlInteger
 
 __all__ = ["TUS_EXTENSIONS", "TUS_VERSION", "router"]
@@ -49,7 +49,6 @@ router = APIRouter(prefix="/v1", tags=["uploads"])
 TUS_VERSION = "1.0.0"
 TUS_EXTENSIONS = "creation,creation-with-upload,checksum,termination,expiration"
 _OFFSET_STREAM = "application/offset+octet-stream"
-_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 def _tus_resumable(
@@ -74,18 +73,71 @@ def _state_headers(row: Upload) -> dict[str, str]:
 
 
 def _own_upload(context: ServerContext, device: AuthenticatedDevice, upload_id: str) -> Upload:
-    """The device's upload, or 404 (missing, another device's) / 410 (expired, now removed)."""
+    """The device's upload (the access rule hides another device's, as a missing one)."""
     table = context.store.tables.Upload
     found: Upload | None = table.get_or_none(table.id == upload_id)
     owner = found.device_id if found is not None else None
     enforce(gate_for(context, device).owned(Action.UPLOAD, owner))
-    row = find_upload(context.store, device.id, upload_id)
-    if row is None:
-        raise ApiError(404, {"error": "not_found"})
-    if not row.complete and row.expires_at <= context.settings.clock():
-        terminate_upload(context.store, context.blobs, row)
-        raise ApiError(410, {"error": "upload_expired"})
-    return row
+    return own_upload(context.store, context.blobs, context.settings, device.id, upload_id)
+
+
+def _uploads(context: ServerContext) -> Uploads:
+    return Uploads(context.store, context.blobs, context.hashes, context.locks, context.settings)
+
+
+def _arrived(request: Request) -> float:
+    """When the request arrived (a later request on an upload may take it over)."""
+    return float(getattr(request.state, "arrived_at", 0.0))
+
+
+def _checksum(header: str | None) -> bytes | None:
+    """The digest an `Upload-Checksum: sha256 <base64>` announces (400 if unusable)."""
+    if header is None:
+        return None
+    algorithm, _, encoded = header.strip().partition(" ")
+    if algorithm.lower() != "sha256":
+        raise ApiError(
+            400, {"error": "invalid_checksum", "detail": "Tus-Checksum-Algorithm: sha256"}
+        )
+    try:
+        digest = base64.b64decode(encoded.strip(), validate=True)
+    except binascii.Error:
+        digest = b""
+    if len(digest) != hashlib.sha256().digest_size:
+        raise ApiError(400, {"error": "invalid_checksum", "detail": "not a base64 sha256"})
+    return digest
+
+
+class _Body:
+    """The request body as a chunk's pieces: a cut connection is `BodyCut`, not Starlette's."""
+
+    def __init__(self, request: Request) -> None:
+        self._pieces = request.stream().__aiter__()
+
+    def __aiter__(self) -> _Body:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self._pieces.__anext__()
+        except ClientDisconnect:
+            raise BodyCut() from None
+
+
+async def _receive(
+    request: Request, context: ServerContext, device_name: str, row: Upload, claimed: int
+) -> Upload:
+    """The request body appended at `claimed` (the offset the client says it sends from)."""
+    expected = _checksum(request.headers.get("upload-checksum"))
+    declared = request.headers.get("content-length")
+    chunk = Chunk(
+        claimed=claimed,
+        declared=int(declared) if declared and declared.isdigit() else None,
+        expected=expected,
+        arrived=_arrived(request),
+        pieces=_Body(request),
+    )
+    return await receive_body(_uploads(context), device_name, row, chunk)
 
 
 @router.options(
@@ -127,11 +179,9 @@ async def create_upload(
         create_or_resume, context.store, context.blobs, context.settings, device, wanted, gate
     )
     if row.length == 0 and not row.complete:
-        if row.sha256 != _EMPTY_SHA256:
-            raise checksum_mismatch("the file does not match its sha256")
-        await run_in_threadpool(complete_upload, context.store, context.blobs, row, device.name)
+        await run_in_threadpool(complete_empty, _uploads(context), device.name, row)
     elif _media(request) == _OFFSET_STREAM and row.offset == 0 and not row.complete:
-        row = await receive_body(request, context, device.name, row, 0)
+        row = await _receive(request, context, device.name, row, 0)
     return Response(
         status_code=201, headers={"Location": f"/v1/uploads/{row.id}", **_state_headers(row)}
     )
@@ -150,11 +200,8 @@ async def upload_offset(
     stored (a cut one) has recorded what it received."""
     row = await run_in_threadpool(_own_upload, context, device, upload_id)
     if not row.complete:
-        try:
-            async with context.locks.hold(row.id, arrived(request)):
-                row = await run_in_threadpool(_own_upload, context, device, upload_id)
-        except UploadLocked:
-            raise ApiError(423, {"error": "upload_locked"}) from None
+        async with context.locks.hold(row.id, _arrived(request)):
+            row = await run_in_threadpool(_own_upload, context, device, upload_id)
     headers = {**_state_headers(row), "Upload-Length": str(row.length)}
     return Response(status_code=200, headers=headers)
 
@@ -174,8 +221,8 @@ async def append_chunk(
     if _media(request) != _OFFSET_STREAM:
         raise ApiError(415, {"error": "unsupported_media_type", "detail": _OFFSET_STREAM})
     row = await run_in_threadpool(_own_upload, context, device, upload_id)
-    parse_checksum(upload_checksum)
-    row = await receive_body(request, context, device.name, row, upload_offset)
+    _checksum(upload_checksum)
+    row = await _receive(request, context, device.name, row, upload_offset)
     return Response(status_code=204, headers=_state_headers(row))
 
 
@@ -186,20 +233,9 @@ async def terminate(
 ) -> Response:
     """Give up an unfinished upload: its bytes are removed (a finished one is an attachment)."""
     row = await run_in_threadpool(_own_upload, context, device, upload_id)
-    try:
-        async with context.locks.hold(row.id, arrived(request)):
-            removed = await run_in_threadpool(_terminate_locked, context, row)
-    except (UploadBusy, UploadLocked):
-        raise ApiError(423, {"error": "upload_locked"}) from None
+    async with context.locks.hold(row.id, _arrived(request)):
+        removed = await run_in_threadpool(terminate_held_upload, context.store, context.blobs, row)
     if not removed:
         raise ApiError(409, {"error": "upload_complete"})
     context.hashes.forget(row.id)
     return Response(status_code=204)
-
-
-def _terminate_locked(context: ServerContext, row: Upload) -> bool:
-    try:
-        with context.blobs.writing(row.id):
-            return terminate_upload(context.store, context.blobs, row)
-    except FileNotFoundError:
-        return terminate_upload(context.store, context.blobs, row)

@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 import platformdirs
 
 from app.disk import file_sha256, fsync_dir
+from server.errors import UploadLocked
 from server.settings import Settings
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
 THUMBNAIL_PX = 256
 
 
-class UploadBusy(Exception):
+class UploadBusy(UploadLocked):
     """Another request (in this process or another) is writing this upload right now."""
 
 
@@ -98,7 +99,7 @@ class BlobStore:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as error:
                 if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    raise UploadBusy(upload_id) from None
+                    raise UploadBusy() from None
                 raise
             yield fd
         finally:

@@ -30,7 +30,12 @@ import peewee as pw
 
 from server.auth import AuthenticatedDevice
 from server.db.store import Store
-from server.http import ApiError
+from server.errors import (
+    InsufficientStorage,
+    StorageBudgetExceeded,
+    TooLarge,
+    UploadBudgetExceeded,
+)
 from server.settings import Settings
 
 __all__ = [
@@ -63,10 +68,12 @@ def free_disk_bytes(root: Path) -> int:
     return shutil.disk_usage(root).free
 
 
-def insufficient_storage(settings: Settings) -> ApiError:
+def insufficient_storage(
+    settings: Settings, *, offset: int | None = None, body_unread: bool = False
+) -> InsufficientStorage:
     floor = mib(settings.min_free_disk_bytes)
     detail = f"the server keeps {floor} of disk free for edits; uploads wait until there is room"
-    return ApiError(507, {"error": "insufficient_storage", "detail": detail})
+    return InsufficientStorage(detail, offset=offset, body_unread=body_unread)
 
 
 def _unfinished(store: Store, devices: list[int]) -> int:
@@ -93,20 +100,20 @@ def check_new_upload(
     store: Store, settings: Settings, root: Path, device: AuthenticatedDevice, length: int
 ) -> None:
     """Refuse a new upload of `length` bytes that a budget or the disk floor has no room for
-    (ApiError 413 if it never could fit, 507 if not now)."""
+    (TooLarge if it never could fit, a `NoRoom` error if not now)."""
     device_limit, user_limit = settings.device_unfinished_bytes, settings.user_stored_bytes
     for limit, whose in ((device_limit, "this device's unfinished uploads"),
                          (user_limit, "a user's stored files")):  # fmt: skip
         if length > limit:
             detail = f"{whose} may total at most {mib(limit)}"
-            raise ApiError(413, {"error": "payload_too_large", "detail": detail})
+            raise TooLarge(detail)
     unfinished = _unfinished(store, [device.id])
     if unfinished + length > device_limit:
         detail = (
             f"this device's unfinished uploads would pass {mib(device_limit)}"
             f" ({mib(unfinished)} now): finish or cancel them first"
         )
-        raise ApiError(507, {"error": "upload_budget_exceeded", "detail": detail})
+        raise UploadBudgetExceeded(detail)
     table = store.tables.Device
     user = device.user or device.name
     rows = list(table.select(table.id, table.name).where(table.user_name == user))
@@ -115,7 +122,7 @@ def check_new_upload(
     held = _stored(store, names) + _unfinished(store, ids)
     if held + length > user_limit:
         detail = f"{user}'s files would pass {mib(user_limit)} ({mib(held)} now)"
-        raise ApiError(507, {"error": "storage_budget_exceeded", "detail": detail})
+        raise StorageBudgetExceeded(detail)
     if free_disk_bytes(root) - length < settings.min_free_disk_bytes:
         raise insufficient_storage(settings)
 

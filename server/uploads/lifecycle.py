@@ -22,7 +22,15 @@ from server.access import Action, Allowed
 from server.auth import AuthenticatedDevice
 from server.db.models import Upload
 from server.db.store import Store
-from server.http import ApiError
+from server.errors import (
+    DomainError,
+    InvalidInput,
+    KeyReused,
+    NotFound,
+    TooLarge,
+    UnsupportedMediaType,
+    UploadExpired,
+)
 from server.records.mutations import now_iso
 from server.settings import Settings
 from server.uploads.blobs import BlobStore
@@ -40,9 +48,11 @@ __all__ = [
     "create_or_resume",
     "find_upload",
     "move_offset",
+    "own_upload",
     "parse_upload_request",
     "prune_expired_uploads",
     "prune_unused_files",
+    "terminate_held_upload",
     "terminate_upload",
     "unfinished_upload_ids",
 ]
@@ -66,10 +76,6 @@ class UploadRequest:
     length: int
 
 
-def _invalid(detail: str) -> ApiError:
-    return ApiError(422, {"error": "invalid_payload", "detail": detail})
-
-
 def _metadata(header: str | None) -> dict[str, str]:
     """tus `Upload-Metadata`: comma-separated `key base64(value)` pairs."""
     found: dict[str, str] = {}
@@ -78,43 +84,46 @@ def _metadata(header: str | None) -> dict[str, str]:
             continue
         key, _, encoded = pair.strip().partition(" ")
         if key in found:
-            raise _invalid(f"Upload-Metadata: {key[:40]!r} given twice")
+            raise InvalidInput(f"Upload-Metadata: {key[:40]!r} given twice")
         try:
             found[key] = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
-            raise _invalid(f"Upload-Metadata: {key[:40]!r} is not base64 of UTF-8 text") from None
+            raise InvalidInput(
+                f"Upload-Metadata: {key[:40]!r} is not base64 of UTF-8 text"
+            ) from None
     return found
 
 
 def parse_upload_request(
     length: str | None, metadata_header: str | None, settings: Settings
 ) -> UploadRequest:
-    """The POST's headers as an `UploadRequest`; ApiError 422/413/415 with the reason."""
+    """The POST's headers as an `UploadRequest`; InvalidInput, TooLarge or
+    UnsupportedMediaType with the reason."""
     if length is None or not (length.isascii() and length.isdigit()) or len(length) > 19:
-        raise _invalid("Upload-Length: the file's size in bytes is required")
+        raise InvalidInput("Upload-Length: the file's size in bytes is required")
     size = int(length)
     metadata = _metadata(metadata_header)
     missing = [key for key in METADATA_KEYS if key not in metadata]
     if missing:
-        raise _invalid(f"Upload-Metadata: missing {', '.join(missing)}")
+        raise InvalidInput(f"Upload-Metadata: missing {', '.join(missing)}")
     attachment_id = wire_entity_id(metadata["attachment_id"])
     entity_id = wire_entity_id(metadata["entity_id"])
     if attachment_id is None or entity_id is None:
-        raise _invalid("Upload-Metadata: attachment_id and entity_id must be UUIDs")
+        raise InvalidInput("Upload-Metadata: attachment_id and entity_id must be UUIDs")
     if not _SHA256.match(metadata["sha256"]):
-        raise _invalid("Upload-Metadata: sha256 must be 64 hex digits")
+        raise InvalidInput("Upload-Metadata: sha256 must be 64 hex digits")
     filename = metadata["filename"]
     if not filename.strip() or len(filename) > 255 or _CONTROL.search(filename):
-        raise _invalid("Upload-Metadata: filename must be 1-255 printable characters")
+        raise InvalidInput("Upload-Metadata: filename must be 1-255 printable characters")
     content_type = metadata["content_type"].split(";")[0].strip().lower()
     if not _MEDIA_TYPE.match(content_type):
-        raise _invalid("Upload-Metadata: content_type must be a media type like image/jpeg")
+        raise InvalidInput("Upload-Metadata: content_type must be a media type like image/jpeg")
     if size > settings.max_upload_bytes:
         limit = settings.max_upload_bytes
-        raise ApiError(413, {"error": "payload_too_large", "detail": f"at most {limit} bytes"})
+        raise TooLarge(f"at most {limit} bytes")
     if not content_type_allowed(content_type, settings):
         allowed = ", ".join(settings.attachment_content_types)
-        raise ApiError(415, {"error": "unsupported_media_type", "detail": f"allowed: {allowed}"})
+        raise UnsupportedMediaType(f"allowed: {allowed}")
     return UploadRequest(
         attachment_id, entity_id, filename, content_type, metadata["sha256"].lower(), size
     )
@@ -130,6 +139,20 @@ def find_upload(store: Store, device_id: int, upload_id: str) -> Upload | None:
     """The device's own upload (another device's is as good as missing)."""
     table = store.tables.Upload
     row: Upload | None = table.get_or_none(table.id == upload_id, table.device_id == device_id)
+    return row
+
+
+def own_upload(
+    store: Store, blobs: BlobStore, settings: Settings, device_id: int, upload_id: str
+) -> Upload:
+    """The device's upload; NotFound if missing or another device's, UploadExpired if it
+    outlived its `Upload-Expires` (it is removed now)."""
+    row = find_upload(store, device_id, upload_id)
+    if row is None:
+        raise NotFound()
+    if not row.complete and row.expires_at <= settings.clock():
+        terminate_upload(store, blobs, row)
+        raise UploadExpired()
     return row
 
 
@@ -149,9 +172,9 @@ def create_or_resume(
     request: UploadRequest,
     gate: Gate,
 ) -> Upload:
-    """The upload for `request.attachment_id`: the existing one, or a new one (404 if the work
-    order does not exist or the access rule hides it from the device, 422
-    idempotency_key_reused if the id came with another file)."""
+    """The upload for `request.attachment_id`: the existing one, or a new one (NotFound if the
+    work order does not exist or the access rule hides it from the device, KeyReused if the id
+    came with another file)."""
     table = store.tables.Upload
     now = settings.clock()
     existing: Upload | None = table.get_or_none(table.attachment_id == request.attachment_id)
@@ -165,7 +188,7 @@ def create_or_resume(
     order = orders.get_or_none(orders.id == request.entity_id)
     allowed = isinstance(gate.order(Action.ATTACH, request.entity_id, order), Allowed)
     if order is None or order.deleted or not allowed:
-        raise ApiError(404, {"error": "not_found"})
+        raise NotFound()
     upload_id = secrets.token_hex(16)
     values = {
         "id": upload_id,
@@ -185,7 +208,7 @@ def create_or_resume(
         with store.db.atomic():  # on SQLite, the budgets' sums and the insert are one writer
             check_new_upload(store, settings, blobs.root, device, request.length)
             table.insert(**values).on_conflict_ignore().execute()
-    except ApiError:
+    except DomainError:
         blobs.remove_partial(upload_id)
         raise
     row: Upload = table.get(table.attachment_id == request.attachment_id)
@@ -197,7 +220,7 @@ def create_or_resume(
 
 def _answer_existing(row: Upload, device: AuthenticatedDevice, request: UploadRequest) -> Upload:
     if row.device_id != device.id or not _same_file(row, request):
-        raise ApiError(422, {"error": "idempotency_key_reused"})
+        raise KeyReused()
     return row
 
 
@@ -255,6 +278,16 @@ def terminate_upload(store: Store, blobs: BlobStore, row: Upload) -> bool:
 def unfinished_upload_ids(store: Store) -> set[str]:
     table = store.tables.Upload
     return {row.id for row in table.select(table.id).where(table.complete == False)}  # noqa: E712
+
+
+def terminate_held_upload(store: Store, blobs: BlobStore, row: Upload) -> bool:
+    """`terminate_upload` for a request holding the upload's lock, once no writer of its
+    partial file is left (`UploadBusy` if one is)."""
+    try:
+        with blobs.writing(row.id):
+            return terminate_upload(store, blobs, row)
+    except FileNotFoundError:
+        return terminate_upload(store, blobs, row)
 
 
 def prune_expired_uploads(store: Store, blobs: BlobStore, settings: Settings) -> int:

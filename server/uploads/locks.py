@@ -29,6 +29,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from server.errors import UploadLocked
+
 if TYPE_CHECKING:
     from server.db.store import Store
 
@@ -46,10 +48,6 @@ _POLL_S = 0.02
 _WATCH_S = 0.05
 #: Names "upload locks" among the database's advisory locks (the schema steps use another).
 _ADVISORY_SPACE = 0x4653_5550
-
-
-class UploadLocked(Exception):
-    """The holder did not let go of the upload within the wait."""
 
 
 class HeldUpload:
@@ -184,7 +182,7 @@ class UploadLocks:
                     return held
                 del self._holders[upload_id]
             if time.monotonic() >= deadline:
-                raise UploadLocked(upload_id)
+                raise UploadLocked()
             await asyncio.sleep(_POLL_S)
 
     def _try_acquire(self, upload_id: str, since: float) -> bool:

@@ -12,48 +12,73 @@ later request on the upload (the client reconnected) makes a silent body let go
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
+import functools
 import hashlib
 import os
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from fastapi import Request
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect
+import anyio.to_thread
 
 from server.db.models import Upload
-from server.http import ApiError, ServerContext
-from server.uploads.blobs import UploadBusy, file_sha256
+from server.db.store import Store
+from server.errors import (
+    ChecksumMismatch,
+    NotFound,
+    OffsetMismatch,
+    TooLarge,
+    UploadInterrupted,
+    UploadLocked,
+)
+from server.settings import Settings
+from server.uploads.blobs import BlobStore, RunningHashes, file_sha256
 from server.uploads.budgets import free_disk_bytes, insufficient_storage
 from server.uploads.lifecycle import complete_upload, find_upload, move_offset
-from server.uploads.locks import HeldUpload, UploadLocked
+from server.uploads.locks import HeldUpload, UploadLocks
 
-__all__ = ["arrived", "checksum_mismatch", "parse_checksum", "receive_body"]
+__all__ = ["BodyCut", "Chunk", "Uploads", "complete_empty", "receive_body"]
 
-
-def arrived(request: Request) -> float:
-    """When the request arrived (a later request on an upload may take it over)."""
-    return float(getattr(request.state, "arrived_at", 0.0))
+_T = TypeVar("_T")
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
-def parse_checksum(header: str | None) -> bytes | None:
-    """The digest an `Upload-Checksum: sha256 <base64>` announces (400 if unusable)."""
-    if header is None:
-        return None
-    algorithm, _, encoded = header.strip().partition(" ")
-    if algorithm.lower() != "sha256":
-        raise ApiError(
-            400, {"error": "invalid_checksum", "detail": "Tus-Checksum-Algorithm: sha256"}
-        )
-    try:
-        digest = base64.b64decode(encoded.strip(), validate=True)
-    except binascii.Error:
-        digest = b""
-    if len(digest) != hashlib.sha256().digest_size:
-        raise ApiError(400, {"error": "invalid_checksum", "detail": "not a base64 sha256"})
-    return digest
+class BodyCut(Exception):
+    """The client went away before the chunk's body ended (what arrived is kept)."""
+
+
+@dataclass(frozen=True)
+class Uploads:
+    """What writing an upload touches: its row, its files, the running hashes, the locks."""
+
+    store: Store
+    blobs: BlobStore
+    hashes: RunningHashes
+    locks: UploadLocks
+    settings: Settings
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One request body for an upload, as the client announced it."""
+
+    #: The offset the client says it sends from (`Upload-Offset`).
+    claimed: int
+    #: Its declared length (`Content-Length`), if any.
+    declared: int | None
+    #: The sha256 the chunk must match (`Upload-Checksum`), if any.
+    expected: bytes | None
+    #: When its request arrived (a later request on the upload may take it over).
+    arrived: float
+    #: The body, piece by piece; raises `BodyCut` if the client goes away.
+    pieces: AsyncIterator[bytes]
+
+
+async def _in_thread(function: Callable[..., _T], *args: Any) -> _T:
+    """Blocking work (database, fsync, hashing a file) in a worker thread, as Starlette runs
+    it: a cancelled request still waits for the thread, so no descriptor closes under it."""
+    return await anyio.to_thread.run_sync(functools.partial(function, *args))
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -110,49 +135,39 @@ class _BackgroundHashes:
                 digest.update(piece)
 
 
-def checksum_mismatch(detail: str) -> ApiError:
-    return ApiError(460, {"error": "checksum_mismatch", "detail": detail})
+def complete_empty(uploads: Uploads, device_name: str, row: Upload) -> None:
+    """An empty file has no chunk to bring its last byte: it completes as it is created."""
+    if row.sha256 != _EMPTY_SHA256:
+        raise ChecksumMismatch("the file does not match its sha256")
+    complete_upload(uploads.store, uploads.blobs, row, device_name)
 
 
-async def receive_body(
-    request: Request, context: ServerContext, device_name: str, row: Upload, claimed: int
-) -> Upload:
-    """Append the request body at `claimed` (the offset the client says it sends from), under
-    the upload's lock; a wrong offset is refused before a byte of the body is read."""
-    expected = parse_checksum(request.headers.get("upload-checksum"))
-    declared = request.headers.get("content-length")
+async def receive_body(uploads: Uploads, device_name: str, row: Upload, chunk: Chunk) -> Upload:
+    """Append the chunk at its claimed offset, under the upload's lock; a wrong offset is
+    refused before a byte of the body is read (`body_unread`)."""
     try:
-        async with context.locks.hold(row.id, arrived(request)) as held:
-            with context.blobs.writing(row.id) as fd:
-                current = await run_in_threadpool(find_upload, context.store, row.device_id, row.id)
+        async with uploads.locks.hold(row.id, chunk.arrived) as held:
+            with uploads.blobs.writing(row.id) as fd:
+                current = await _in_thread(find_upload, uploads.store, row.device_id, row.id)
                 if current is None:
-                    raise ApiError(404, {"error": "not_found"}, _UNREAD)
-                if claimed != current.offset or current.complete:
-                    headers = {"Upload-Offset": str(current.offset), **_UNREAD}
-                    raise ApiError(409, {"error": "offset_mismatch"}, headers)
+                    raise NotFound(body_unread=True)
+                if chunk.claimed != current.offset or current.complete:
+                    raise OffsetMismatch(current.offset, body_unread=True)
                 start = current.offset
-                if declared and declared.isdigit() and start + int(declared) > current.length:
-                    detail = "past Upload-Length"
-                    raise ApiError(413, {"error": "payload_too_large", "detail": detail}, _UNREAD)
-                room = free_disk_bytes(context.blobs.root) - context.settings.min_free_disk_bytes
+                if chunk.declared is not None and start + chunk.declared > current.length:
+                    raise TooLarge("past Upload-Length", body_unread=True)
+                room = free_disk_bytes(uploads.blobs.root) - uploads.settings.min_free_disk_bytes
                 if room < min(current.length - start, _ROOM_TO_START):
-                    error = insufficient_storage(context.settings)
-                    headers = {"Upload-Offset": str(start), **_UNREAD}
-                    raise ApiError(error.status, error.body, headers)
-                return await _append(request, context, device_name, current, fd, held, expected)
-    except (UploadBusy, UploadLocked):
-        raise ApiError(423, {"error": "upload_locked"}, _UNREAD) from None
+                    raise insufficient_storage(uploads.settings, offset=start, body_unread=True)
+                return await _append(uploads, device_name, current, fd, held, chunk)
+    except UploadLocked:  # UploadBusy too: another process writes the file
+        raise UploadLocked(body_unread=True) from None
     except FileNotFoundError:
-        return await run_in_threadpool(_recover, context, device_name, row)
+        return await _in_thread(_recover, uploads, device_name, row)
 
 
 #: A PATCH starts only if the disk has this much room above the floor (or the rest of the file).
 _ROOM_TO_START = 64 * 1024
-
-#: An answer given before the body was read ends the connection: the client then stops
-#: sending a body nobody reads (one waiting on `Expect: 100-continue` never sent it).
-_UNREAD = {"Connection": "close"}
-
 
 #: A body from which no byte came for this long, while a later request waits for its upload,
 #: is taken for the body of a connection that died: what came of it is stored.
@@ -170,15 +185,15 @@ class _Received:
 
 
 async def _pump(
-    request: Request, context: ServerContext, fd: int, row: Upload, start: int,
+    uploads: Uploads, chunk: Chunk, fd: int, row: Upload, start: int,
     hashes: _BackgroundHashes, received: _Received,
 ) -> None:  # fmt: skip
-    root, floor = context.blobs.root, context.settings.min_free_disk_bytes
+    root, floor = uploads.blobs.root, uploads.settings.min_free_disk_bytes
     try:
-        async for piece in request.stream():
+        async for piece in chunk.pieces:
             if start + received.bytes + len(piece) > row.length:
                 os.ftruncate(fd, start)
-                raise ApiError(413, {"error": "payload_too_large", "detail": "past Upload-Length"})
+                raise TooLarge("past Upload-Length")
             room = free_disk_bytes(root) - floor
             if room < len(piece):  # write up to the floor, keep that, and stop
                 received.full = True
@@ -188,19 +203,19 @@ async def _pump(
             await hashes.update(piece)
             if received.full:
                 return
-    except ClientDisconnect:
+    except BodyCut:
         received.cut = True
 
 
 async def _read_body(
-    request: Request, context: ServerContext, fd: int, row: Upload, start: int,
+    uploads: Uploads, chunk: Chunk, fd: int, row: Upload, start: int,
     hashes: _BackgroundHashes, held: HeldUpload,
 ) -> _Received:  # fmt: skip
     """The body into the file until it ends, the client goes, or a later request asks for
     the upload while no byte comes (tusd's release request: the client reconnected, and its
     old connection, silent now, may never be seen to end)."""
     received = _Received()
-    reading = asyncio.ensure_future(_pump(request, context, fd, row, start, hashes, received))
+    reading = asyncio.ensure_future(_pump(uploads, chunk, fd, row, start, hashes, received))
     asked = asyncio.ensure_future(held.let_go.wait())
     try:
         await asyncio.wait({reading, asked}, return_when=asyncio.FIRST_COMPLETED)
@@ -220,87 +235,79 @@ async def _read_body(
 
 
 async def _append(
-    request: Request,
-    context: ServerContext,
-    device_name: str,
-    row: Upload,
-    fd: int,
-    held: HeldUpload,
-    expected: bytes | None,
+    uploads: Uploads, device_name: str, row: Upload, fd: int, held: HeldUpload, chunk: Chunk
 ) -> Upload:
     start = row.offset
     os.ftruncate(fd, start)  # bytes past the last acknowledged offset (a killed PATCH) go
     os.lseek(fd, start, os.SEEK_SET)
-    chunk = hashlib.sha256() if expected is not None else None
-    whole = context.hashes.resume(row.id, start)
-    hashes = _BackgroundHashes([digest for digest in (chunk, whole) if digest is not None])
-    received = await _read_body(request, context, fd, row, start, hashes, held)
+    expected = chunk.expected
+    checked = hashlib.sha256() if expected is not None else None
+    whole = uploads.hashes.resume(row.id, start)
+    hashes = _BackgroundHashes([digest for digest in (checked, whole) if digest is not None])
+    received = await _read_body(uploads, chunk, fd, row, start, hashes, held)
     if received.interrupted:
         # A cancelled hash hand-over may have missed a piece: neither digest can be trusted.
-        chunk = whole = None
+        checked = whole = None
     else:
         await hashes.finish()
     if expected is not None and (
         received.cut or received.interrupted or received.full
-        or chunk is None or chunk.digest() != expected
+        or checked is None or checked.digest() != expected
     ):  # fmt: skip
         os.ftruncate(fd, start)
         if received.interrupted:
             raise _interrupted(row)
         if received.full:
-            raise insufficient_storage(context.settings)
-        raise checksum_mismatch("the chunk does not match Upload-Checksum")
+            raise insufficient_storage(uploads.settings)
+        raise ChecksumMismatch("the chunk does not match Upload-Checksum")
     offset = start + received.bytes
     if offset < row.length:
-        await run_in_threadpool(_hold, fd, context, row, offset)
+        await _in_thread(_hold, fd, uploads, row, offset)
         if whole is not None:
-            context.hashes.keep(row.id, offset, whole)
+            uploads.hashes.keep(row.id, offset, whole)
         else:
-            context.hashes.forget(row.id)
+            uploads.hashes.forget(row.id)
         if received.interrupted:
             raise _interrupted(row)
         if received.full:
-            error = insufficient_storage(context.settings)
-            raise ApiError(error.status, error.body, {"Upload-Offset": str(row.offset)})
+            raise insufficient_storage(uploads.settings, offset=row.offset)
         return row
-    await run_in_threadpool(os.fsync, fd)
-    context.hashes.forget(row.id)
+    await _in_thread(os.fsync, fd)
+    uploads.hashes.forget(row.id)
     if whole is not None:
         digest = whole.hexdigest()
     else:
-        digest = await run_in_threadpool(file_sha256, context.blobs.partial_path(row.id))
+        digest = await _in_thread(file_sha256, uploads.blobs.partial_path(row.id))
     if digest != row.sha256:
         os.ftruncate(fd, 0)
-        await run_in_threadpool(os.fsync, fd)
-        await run_in_threadpool(move_offset, context.store, context.settings, row, 0)
-        raise checksum_mismatch("the file does not match its sha256; the upload starts again at 0")
-    await run_in_threadpool(complete_upload, context.store, context.blobs, row, device_name)
+        await _in_thread(os.fsync, fd)
+        await _in_thread(move_offset, uploads.store, uploads.settings, row, 0)
+        raise ChecksumMismatch("the file does not match its sha256; the upload starts again at 0")
+    await _in_thread(complete_upload, uploads.store, uploads.blobs, row, device_name)
     return row
 
 
-def _interrupted(row: Upload) -> ApiError:
+def _interrupted(row: Upload) -> UploadInterrupted:
     """What a PATCH that let go of its upload answers (its client has most likely gone)."""
-    detail = "another request for this upload took over"
-    headers = {"Upload-Offset": str(row.offset)}
-    return ApiError(409, {"error": "upload_interrupted", "detail": detail}, headers)
+    return UploadInterrupted("another request for this upload took over", offset=row.offset)
 
 
-def _hold(fd: int, context: ServerContext, row: Upload, offset: int) -> None:
+def _hold(fd: int, uploads: Uploads, row: Upload, offset: int) -> None:
     """Make the bytes before `offset` durable, then record the offset (one worker hop)."""
     os.fsync(fd)
-    move_offset(context.store, context.settings, row, offset)
+    move_offset(uploads.store, uploads.settings, row, offset)
 
 
-def _recover(context: ServerContext, device_name: str, row: Upload) -> Upload:
+def _recover(uploads: Uploads, device_name: str, row: Upload) -> Upload:
     """The partial file is gone: completed (or terminated) by another request, or renamed onto
     its blob by a process that died before recording it."""
-    current = find_upload(context.store, row.device_id, row.id)
+    current = find_upload(uploads.store, row.device_id, row.id)
     if current is None:
-        raise ApiError(404, {"error": "not_found"})
+        raise NotFound()
     if not current.complete:
-        if context.blobs.has_blob(current.sha256):
-            complete_upload(context.store, context.blobs, current, device_name)
+        if uploads.blobs.has_blob(current.sha256):
+            complete_upload(uploads.store, uploads.blobs, current, device_name)
         else:
-            context.blobs.create_partial(current.id)
-            move_offset(context.store, context.settings, current, 0)
-    raise ApiError(409, {"error": "offset_mismatch"}, {"Upload-Offset": str(current.offset)})
+            uploads.blobs.create_partial(current.id)
+            move_offset(uploads.store, uploads.settings, current, 0)
+    raise OffsetMismatch(current.offset)

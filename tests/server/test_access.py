@@ -17,10 +17,9 @@ from server.access import (
     Owned,
     Viewer,
     decide,
-    declare,
-    undeclared_routes,
 )
 from server.app import create_app
+from server.http import declare, undeclared_routes
 from server.settings import Settings
 
 ANA = Viewer(7, "ana", "north", admin=False, everywhere=False)
