@@ -23,6 +23,8 @@ from server.settings import Settings
 __all__ = ["FleetRow", "fleet_rows", "router", "sync_band"]
 
 router = APIRouter()
+#: Devices on one page of the fleet.
+PAGE_ROWS = 200
 
 
 @dataclass(frozen=True)
@@ -130,12 +132,17 @@ def fleet_page(
     sort: Annotated[str, Query(max_length=20)] = "device",
     order: Annotated[str, Query(pattern="^(asc|desc)$")] = "asc",
     team: Annotated[str | None, Query(max_length=100)] = None,
+    page_number: Annotated[int, Query(alias="page", ge=1, le=100_000)] = 1,
 ) -> HTMLResponse:
     state = console_state(request)
     settings = state.settings
     now = settings.clock()
     chosen = team if team else None
-    rows = _sorted(fleet_rows(state.store, chosen), sort, order == "desc")
+    every = _sorted(fleet_rows(state.store, chosen), sort, order == "desc")
+    # A page of rows: ten thousand rendered every ten seconds would keep a browser busy.
+    pages = max(1, -(-len(every) // PAGE_ROWS))
+    page_number = min(page_number, pages)
+    rows = every[(page_number - 1) * PAGE_ROWS : page_number * PAGE_ROWS]
     lines = [
         {
             "row": row,
@@ -163,6 +170,9 @@ def fleet_page(
             "team": chosen or "",
             "teams": _teams(state.store),
             "poll_seconds": settings.console_poll_seconds,
+            "total": len(every),
+            "page_number": page_number,
+            "pages": pages,
             "query": str(request.url.query),
         },
     )

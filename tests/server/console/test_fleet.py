@@ -231,3 +231,20 @@ def test_the_openapi_documents_the_status_header(fleet_server: EmbeddedServer) -
     assert header["in"] == "header"
     assert header["required"] is False
     assert "edits_waiting" in header["description"]
+
+
+def test_a_large_fleet_is_paged_and_sorted_over_all(
+    fleet_server: EmbeddedServer, console: ConsoleClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server.console import fleet
+
+    monkeypatch.setattr(fleet, "PAGE_ROWS", 2)
+    for name in ("e", "d", "c", "b", "a"):
+        fleet_server.add_device(name)
+    first = console.get("/console/devices").text
+    assert re.findall(r'<tr data-device="(\w+)">', first) == ["a", "b"]
+    assert "5 active devices, page 1 of 3" in first
+    last = console.get("/console/devices?page=3&order=desc").text
+    assert re.findall(r'<tr data-device="(\w+)">', last) == ["a"]
+    assert "Previous page" in last
+    assert "Next page" not in last
