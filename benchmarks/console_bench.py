@@ -9,8 +9,9 @@ and `work orders` work orders seeded in bulk by `seed.py` (the search benchmark'
 The app (`server.app.create_app`) answers in-process through Starlette's TestClient, signed in
 to the console as an admin and, for `/v1/`, as an admin device; each figure is the request's
 wall time there (the server's work plus the in-process client's small share), p50 / p95 in
-ms. The fleet page's own query (`server.console.fleet.fleet_rows`) is timed beside it, so the
-rendering's share shows. Full: 10,000 devices and 1,000,000 work orders; `--work-orders`
+ms. The fleet page shows its first 200 devices, sorted by last sync over all of them; its
+query alone (`server.console.fleet.fleet_rows`) is timed beside it, so the rendering's share
+shows. Full: 10,000 devices and 1,000,000 work orders; `--work-orders`
 sets another count (the seed writes about 1,300 rows/s on SQLite).
 """
 
@@ -22,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from results_file import SMOKE_HELP, RunWindow, add_json_option, publish, run_mode  # noqa: E402
 from seed import Population, seed_work_orders  # noqa: E402
-from starlette.testclient import TestClient  # noqa: E402
+
+with warnings.catch_warnings():
+    # WORKAROUND: Starlette 1.x warns that its TestClient will move off httpx; the benchmark
+    # only needs it to answer in-process, which it still does.
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
 
 from server.app import create_app  # noqa: E402
 from server.auth import add_device, hash_token  # noqa: E402
@@ -127,7 +134,7 @@ def measure(root: Path, devices: int, work_orders: int, queries: int) -> dict[st
         def fleet() -> None:
             reply = client.get("/console/devices?sort=sync&order=asc")
             assert reply.status_code == 200
-            assert reply.text.count("<tr data-device=") == devices + 1  # and the admin device
+            assert f"{devices + 1} active devices" in reply.text  # and the admin device
 
         context = app.state.console
         results["fleet"] = {

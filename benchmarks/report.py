@@ -538,6 +538,29 @@ def render_search(runs: dict[str, Run]) -> str:
     return "\n\n".join(parts) + f"\n\n{mode} run.\n{measured(run)}\n"
 
 
+def render_console(runs: dict[str, Run]) -> str:
+    run = runs["console_bench"]
+    fleet, search = run["figures.fleet"], run["figures.search"]
+    terms = run["metadata.terms"]
+    rows = [
+        ("fleet page (`/console/devices`, every device)",
+         f"{fleet['page']['p50_ms']} / {fleet['page']['p95_ms']} ms",
+         f"its query alone: {fleet['query']['p50_ms']} / {fleet['query']['p95_ms']} ms"),
+        *(
+            (f"search {name}: “{terms[name]}”",
+             f"{term['console']['p50_ms']} / {term['console']['p95_ms']} ms",
+             f"`/v1/records?q=`: {term['api']['p50_ms']} / {term['api']['p95_ms']} ms")
+            for name, term in search.items()
+        ),
+    ]  # fmt: skip
+    header = [
+        f"{run['metadata.devices']:,} devices, {run['metadata.work_orders']:,} work orders "
+        "(SQLite)", "console p50 / p95", "beside it",
+    ]  # fmt: skip
+    mode = "Quick" if run["metadata.quick"] else "Full"
+    return table(header, rows) + f"\n\n{mode} run.\n{measured(run)}\n"
+
+
 CHAOS_RUNS = (("chaos", "`make test`"), ("chaos-large", "`make chaos`"))
 # Rows of the chaos tables: a label and a template over one run's figures (``{r[a.b]}`` is the
 # figure ``a.b``), rendered once per chaos run, side by side.
@@ -888,6 +911,7 @@ BLOCKS: dict[str, Block] = {
     "upload": Block(("upload_bench",), render_upload),
     "scope": Block(("scope_bench",), render_scope),
     "search": Block(("search_bench",), render_search),
+    "console": Block(("console_bench",), render_console),
     "reliability-summary": Block(CHAOS, render_reliability_summary),
     "chaos-devices": Block(CHAOS, render_chaos_devices),
     "chaos-server-kills": Block(CHAOS, render_chaos_server_kills),
@@ -917,6 +941,7 @@ COMMANDS = {
     "upload_bench": "benchmarks/upload_bench.py --json benchmarks/results/upload_bench.json",
     "scope_bench": "benchmarks/scope_bench.py --json benchmarks/results/scope_bench.json",
     "search_bench": "benchmarks/search_bench.py --json benchmarks/results/search_bench.json",
+    "console_bench": "benchmarks/console_bench.py --json benchmarks/results/console_bench.json",
     "chaos": "FIELDSYNC_CHAOS_RESULTS=1 pytest tests/chaos",
     "chaos-uploads": "FIELDSYNC_CHAOS_RESULTS=1 pytest tests/chaos/test_upload_chaos.py",
     "chaos-large": "FIELDSYNC_CHAOS_RESULTS=1 FIELDSYNC_CHAOS_SCALE=large pytest tests/chaos",

@@ -28,6 +28,7 @@ BLOCKS = {
     "upload_bench": "upload",
     "scope_bench": "scope",
     "search_bench": "search",
+    "console_bench": "console",
 }
 
 
