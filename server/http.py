@@ -210,6 +210,20 @@ def _json_safe(item: Any) -> Any:
     return item
 
 
+def _upload_id(path: str) -> str:
+    """The upload a `/v1/uploads/<id>` path names, else ""."""
+    prefix = UPLOADS_PATH + "/"
+    rest = path[len(prefix) :] if path.startswith(prefix) else ""
+    return "" if "/" in rest else rest
+
+
+def _upload_locks(scope: Scope) -> UploadLocks | None:
+    """The upload locks of the app serving `scope` (None outside the server's app)."""
+    context = getattr(getattr(scope.get("app"), "state", None), "server", None)
+    locks = getattr(context, "locks", None)
+    return locks if isinstance(locks, UploadLocks) else None
+
+
 class CorrelationMiddleware:
     """Sets the correlation id, enforces the body limit, and writes one access-log line."""
 
@@ -226,9 +240,12 @@ class CorrelationMiddleware:
         cid = cid or uuid.uuid4().hex
         token = correlation_id.set(cid)
         state = scope.setdefault("state", {})
-        state["arrived_at"] = (
-            time.time()
-        )  # orders the requests on one upload (server/uploads/locks.py)
+        # Requests on one upload take its lock in the order they arrived (uploads/locks.py).
+        state["arrived_at"] = arrived_at = time.time()
+        upload_id = _upload_id(scope["path"])
+        locks = _upload_locks(scope) if upload_id else None
+        if locks is not None:
+            locks.arrive(upload_id, arrived_at)
         started = time.perf_counter()
         status = 500
         limit = self._body_limit(scope["path"])
@@ -280,6 +297,8 @@ class CorrelationMiddleware:
                 device=state.get("device_name"),
             )
             correlation_id.reset(token)
+            if locks is not None:
+                locks.leave(upload_id, arrived_at)
 
     def _body_limit(self, path: str) -> int:
         """The largest body a request to `path` may carry."""

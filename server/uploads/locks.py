@@ -7,7 +7,9 @@ then, HEAD says the old offset and the client sends those bytes again. Under the
 answers only once the holder has stored what it received.
 
 The lock has two layers. In a process, a table of holders (one event loop, so looking and
-registering cannot interleave) tells a newcomer whom to ask. Across processes, a primitive
+registering cannot interleave) tells a newcomer whom to ask, and the requests are served in
+the order they arrived: a HEAD that comes in while the PATCH before it is still on its way to
+the lock (authenticating, finding its row) waits for that PATCH. Across processes, a primitive
 that the operating system or the database releases by itself when its holder dies: an
 exclusive `flock` on `<root>/locks/<upload id>` (SQLite: one host), or a session advisory
 lock on a connection of its own (PostgreSQL: any number of processes, or hosts, on one
@@ -145,6 +147,20 @@ class UploadLocks:
         self.wait_s = wait_s
         folder.mkdir(parents=True, exist_ok=True)
         self._holders: dict[str, HeldUpload] = {}
+        #: When each request on an upload arrived, from its arrival (`arrive`) to its answer:
+        #: a request does not take the lock before an earlier one of this process has.
+        self._arrivals: dict[str, list[float]] = {}
+
+    def arrive(self, upload_id: str, since: float) -> None:
+        """A request on `upload_id` arrived at `since` (called before it does anything)."""
+        self._arrivals.setdefault(upload_id, []).append(since)
+
+    def leave(self, upload_id: str, since: float) -> None:
+        arrivals = self._arrivals.get(upload_id, [])
+        with contextlib.suppress(ValueError):
+            arrivals.remove(since)
+        if not arrivals:
+            self._arrivals.pop(upload_id, None)
 
     def close(self) -> None:
         if isinstance(self.cross, AdvisoryLocks):
@@ -175,6 +191,8 @@ class UploadLocks:
             if holder is not None:
                 if holder.since < since:
                     holder.let_go.set()
+            elif any(earlier < since for earlier in self._arrivals.get(upload_id, ())):
+                pass  # an earlier request (a PATCH cut just now) is on its way to the lock
             else:
                 held = HeldUpload(upload_id, since)
                 self._holders[upload_id] = held  # before any await: the others see it

@@ -4,6 +4,7 @@ to let go; a wrong `Upload-Offset` is refused before the body is read, across pr
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import socket
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from server.embedded import EmbeddedServer, provision_device, start_server
+from server.uploads.locks import FileLocks, UploadLocks
 from tests.support.api import ServerApi
 from tests.support.serve import ServerProcess
 from tests.support.tus import TUS, create_upload, file_metadata, patch, raw_patch
@@ -219,3 +221,26 @@ def test_a_request_waits_a_bounded_time_then_answers_423(sqlite_url: str, tmp_pa
             assert replies[0].startswith(b"HTTP/1.1 204"), replies
         finally:
             api.close()
+
+
+async def test_a_later_request_waits_for_an_earlier_one_still_on_its_way(tmp_path: Path) -> None:
+    """The race a loaded server showed: the cut PATCH was still authenticating when the
+    client's HEAD took the lock and answered the old offset. Requests take it in arrival order."""
+    locks = UploadLocks(tmp_path, FileLocks(tmp_path), wait_s=5)
+    upload = "ab" * 16
+    locks.arrive(upload, 1.0)  # the PATCH
+    locks.arrive(upload, 2.0)  # the HEAD after its cut
+    order: list[str] = []
+
+    async def head() -> None:
+        async with locks.hold(upload, 2.0):
+            order.append("head")
+
+    waiting = asyncio.create_task(head())
+    await asyncio.sleep(0.2)
+    assert order == []  # the PATCH has not taken the lock yet, so the HEAD waits
+    async with locks.hold(upload, 1.0):
+        order.append("patch")
+    locks.leave(upload, 1.0)
+    await asyncio.wait_for(waiting, 5)
+    assert order == ["patch", "head"]
