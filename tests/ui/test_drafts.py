@@ -17,6 +17,7 @@ from tests.ui.conftest import Open, Runner, add_orders
 from tests.ui.qml_driver import check_phone_layout, click, find, shows, type_into
 from ui.viewmodels.app import AppViewModel
 from ui.viewmodels.drafts import PAUSE_MS, restored_words
+from ui.viewmodels.workorders import UNSAVED_DRAFT
 
 
 def settle(run: Runner, app_vm: AppViewModel) -> None:
@@ -75,6 +76,9 @@ def test_typing_comes_back_after_the_app_ends_unsaved(
     again, window = open_window(360, 720)
     settle(run, again)
     assert again.page == "list"  # an existing work order's draft waits for it to open
+    assert shows(window, UNSAVED_DRAFT)  # its row says which one holds the typing
+    assert again.workOrders.get(0)["draftText"] == UNSAVED_DRAFT
+    assert again.workOrders.get(1)["draftText"] == ""
     open_row(run, again, window, 0)
     draft = read_draft(store, first)
     assert draft is not None
@@ -98,6 +102,9 @@ def test_typing_comes_back_after_the_app_ends_unsaved(
     run.until(lambda: not again.editor.dirty)
     assert read_draft(store, first) is None
     assert store.cache.get(first)["notes"] == "Gasket replaced, valve greased"  # type: ignore[index]
+    again.back()
+    settle(run, again)
+    run.until(lambda: not shows(window, UNSAVED_DRAFT))
 
 
 def test_discard_on_the_restored_notice_drops_the_typing(

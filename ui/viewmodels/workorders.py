@@ -51,6 +51,7 @@ def _load_page(
     rows = store.work_orders(**where, limit=limit, offset=offset)
     ids = [row["id"] for row in rows if row["pending_edits"]]
     _with_attachments(store, rows)
+    _with_drafts(store, rows)
     return total, rows, job_states(store, ids), read_identity(store) if with_count else None
 
 
@@ -59,6 +60,7 @@ def _load_rows(
 ) -> tuple[dict[str, dict[str, Any] | None], dict[str, EntityJobState]]:
     rows = {entity_id: store.work_order(entity_id) for entity_id in entity_ids}
     _with_attachments(store, [row for row in rows.values() if row is not None])
+    _with_drafts(store, [row for row in rows.values() if row is not None])
     return rows, job_states(store, entity_ids)
 
 
@@ -67,6 +69,23 @@ def _with_attachments(store: Store, rows: list[dict[str, Any]]) -> None:
     counts = Attachments(store).counts_for(row["id"] for row in rows)
     for row in rows:
         row["attachments"] = counts.get(row["id"])
+
+
+def _with_drafts(store: Store, rows: list[dict[str, Any]]) -> None:
+    """Which rows hold typing kept from the editor (`app.store.drafts`): few, by key."""
+    ids = [row["id"] for row in rows]
+    drafted: set[str] = set()
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        query = f"SELECT entity_id FROM drafts WHERE entity_id IN ({marks})"
+        drafted.update(row[0] for row in store.read(query, chunk))
+    for row in rows:
+        row["draft"] = row["id"] in drafted
+
+
+#: A row's mark while the editor's typing on it is kept but not saved (issue 24).
+UNSAVED_DRAFT = "Unsaved changes: open it to keep or discard them"
 
 
 class WorkOrderListModel(ListViewModel[dict[str, Any]]):
@@ -100,6 +119,7 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         "scopeDetail",
         "attachmentCount",
         "attachmentsWaiting",
+        "draftText",
     )
 
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
@@ -342,6 +362,8 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
             return row[name]
         if name == "subtitle":
             return subtitle(row)
+        if name == "draftText":
+            return UNSAVED_DRAFT if row.get("draft") else ""
         if name == "offlineText":
             return offline_mark(row)
         if name == "pinned":

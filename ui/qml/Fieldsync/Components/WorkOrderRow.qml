@@ -21,6 +21,7 @@ ItemDelegate {
     required property string scopeDetail
     required property int attachmentCount
     required property string attachmentsWaiting
+    required property string draftText
     property bool showDetail: false
     signal opened(string entityId)
 
@@ -36,7 +37,7 @@ ItemDelegate {
     ToolTip.delay: 600
     Accessible.role: Accessible.ListItem
     Accessible.name: row.title + ", " + row.badgeText + (row.scopeText ? ", " + row.scopeText : "")
-    Accessible.description: [row.scopeDetail, row.offlineText, row.badgeDetail].filter(Boolean).join(". ")
+    Accessible.description: [row.draftText, row.scopeDetail, row.offlineText, row.badgeDetail].filter(Boolean).join(". ")
 
     background: Rectangle {
         color: row.down ? Theme.divider : row.hovered ? Theme.surfaceRaised : Theme.window
@@ -74,6 +75,17 @@ ItemDelegate {
                     iconName: row.pinned ? "pin" : "offline"
                     label: row.offlineText
                     visible: row.offlineText !== ""
+                    Layout.fillWidth: true
+                    Accessible.ignored: true
+                }
+                FsMark {
+                    // Typing kept through a kill: open the row to keep or discard it.
+                    objectName: "draftMark"
+                    kind: "away"
+                    iconName: "sync-pending"
+                    strong: true
+                    label: row.draftText
+                    visible: row.draftText !== ""
                     Layout.fillWidth: true
                     Accessible.ignored: true
                 }
