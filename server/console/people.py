@@ -7,13 +7,14 @@ the work orders its scope holds, read-only. Each change is written to the consol
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, cast
 from urllib.parse import urlencode
 
 import segno
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from server.access import ALLOWED, Action, Order, Viewer, decide
 from server.auth import (
     ROLES,
     AuthenticatedDevice,
@@ -27,7 +28,6 @@ from server.console.audit_log import note
 from server.console.render import page
 from server.console.sessions import AdminUser, Visit, checked_form, console_state
 from server.console.users import list_users
-from server.scope.reads import device_scope
 
 __all__ = ["router", "sign_in_link"]
 
@@ -133,16 +133,28 @@ def view_as(request: Request, visit: AdminUser, name: DeviceName) -> Response:
         id=row.id, name=row.name, role="admin" if row.role == "admin" else "worker",
         user=row.user_name, team=row.team, legacy=bool(row.legacy_scope),
     )  # fmt: skip
-    scope = device_scope(device)
+    # Its feed's reach, asked of the one access rule: a Viewer that reaches everywhere only
+    # when its feed does (an admin or a legacy worker), whatever the search mode.
+    feed = Viewer(device.id, device.user, device.team, device.is_admin, device.sees_everything)
+    scope = feed.scope
     query = orders.select().where(orders.deleted == False)  # noqa: E712 (peewee)
+    user_pins = {
+        p.entity_id for p in pins.select(pins.entity_id).where(pins.user_name == scope.user)
+    }
     if not scope.admin:
-        pinned = pins.select(pins.entity_id).where(pins.user_name == scope.user)
+        # The database narrows by the scope's keys; `decide` has the last word on each row.
         held = (orders.assignee == scope.user) | (orders.created_by == scope.user)
-        held |= orders.id.in_(pinned)
+        held |= orders.id.in_(list(user_pins))
         if scope.team:
             held |= orders.team == scope.team
         query = query.where(held)
-    records = list(query.order_by(orders.title, orders.id).limit(_SCOPE_SHOWN + 1))
+    found = query.order_by(orders.title, orders.id).limit(_SCOPE_SHOWN + 1).dicts()
+    records = [
+        record
+        for record in cast(list[dict[str, Any]], found)
+        if decide(feed, Action.READ, Order(record, pinned=record["id"] in user_pins)) == ALLOWED
+    ]
+    reads = Viewer.of(device, state.settings)
     return page(
         request,
         "device_scope.html",
@@ -150,6 +162,7 @@ def view_as(request: Request, visit: AdminUser, name: DeviceName) -> Response:
         {
             "title": f"As {name} sees it",
             "device": device,
+            "reads_everything": reads.everywhere,
             "revoked": row.revoked_at,
             "records": records[:_SCOPE_SHOWN],
             "more": len(records) > _SCOPE_SHOWN,

@@ -94,5 +94,22 @@ def test_set_the_person_and_view_as_the_device(
     assert f'data-entity="{north["id"]}"' in after
     assert f'data-entity="{mine["id"]}"' in after
     assert "2 work orders in its scope" in after
+    assert "Its searches and single reads reach every work order" in after
     admin_view = admin_console.get("/console/people/devices/office/scope").text
     assert "Its feed carries every work order." in admin_view
+
+
+def test_view_as_holds_what_the_person_keeps_offline(
+    office: EmbeddedServer, admin_console: ConsoleClient
+) -> None:
+    office_api = ServerApi(office.base_url, office.add_device("office", "admin"))
+    elsewhere = office_api.create(title="Far away", team="south")
+    office_api.close()
+    phone = ServerApi(office.base_url, office.add_device("phone-1", user="ana", team="north"))
+    assert (
+        "Nothing in its scope." in admin_console.get("/console/people/devices/phone-1/scope").text
+    )
+    assert phone.client.post(f"/v1/pins/{elsewhere['id']}").status_code in (200, 201)
+    phone.close()
+    html = admin_console.get("/console/people/devices/phone-1/scope").text
+    assert f'data-entity="{elsewhere["id"]}"' in html
