@@ -23,6 +23,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from server.db.best_effort import write_unless_busy
 from server.db.store import Store
 from server.logs import log_event
 
@@ -100,14 +101,19 @@ _seen_lock = threading.Lock()
 _seen: weakref.WeakKeyDictionary[Store, dict[int, float]] = weakref.WeakKeyDictionary()
 
 
-def _upsert(store: Store, device_id: int, values: dict[str, Any]) -> None:
+def _upsert(store: Store, device_id: int, values: dict[str, Any]) -> bool:
+    """Note `values` for the device unless SQLite's writer is busy (True when noted): a
+    request never waits behind a batch to leave a note the next request leaves again."""
     table = store.tables.DeviceStatus
-    with store.db.atomic():
+
+    def write() -> None:
         updated = table.update(**values).where(table.device_id == device_id).execute()
         if not updated:
             table.insert(device_id=device_id, **values).on_conflict(
                 conflict_target=[table.device_id], update=values
             ).execute()
+
+    return write_unless_busy(store, write)
 
 
 def note_seen(store: Store, device_id: int, now: float) -> None:
@@ -117,7 +123,9 @@ def note_seen(store: Store, device_id: int, now: float) -> None:
         if abs(now - noted.get(device_id, float("-inf"))) < SEEN_RESOLUTION_S:
             return
         noted[device_id] = now
-    _upsert(store, device_id, {"last_seen_at": now})
+    if not _upsert(store, device_id, {"last_seen_at": now}):
+        with _seen_lock:  # not noted after all: the next request tries again
+            noted.pop(device_id, None)
 
 
 def note_pull(

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import peewee as pw
-
+from server.db.best_effort import write_unless_busy
 from server.db.models import BIGINT_MAX
 from server.db.store import Store
 from server.scope.keys import Scope, tuples_of
@@ -47,20 +46,7 @@ def note_feed_position(store: Store, device_id: int, since: int, known: int) -> 
     update = devices.update(feed_position=since).where(
         devices.id == device_id, devices.feed_position < since
     )
-    if store.is_postgres:  # a row lock of the device's own row: nothing to wait for
-        with store.db.atomic():
-            update.execute()
-        return
-    waits = store.db.execute_sql("PRAGMA busy_timeout").fetchone()[0]
-    store.db.execute_sql("PRAGMA busy_timeout = 0")
-    try:
-        with store.db.atomic():
-            update.execute()
-    except pw.OperationalError as error:
-        if "locked" not in str(error) and "busy" not in str(error):
-            raise
-    finally:
-        store.db.execute_sql(f"PRAGMA busy_timeout = {int(waits)}")
+    write_unless_busy(store, update.execute)
 
 
 def key_horizons(store: Store) -> dict[str, int]:
