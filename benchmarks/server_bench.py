@@ -14,7 +14,7 @@ hits every measurement alike:
   mutation (per 100 for the batch): one transaction inserting the `processing` idempotency
   row(s); then one holding the change counter (`FOR UPDATE` on PostgreSQL) that inserts the
   record(s) with their change-feed `seq` and each one's scope entry (its creator's key, as
-  `server.scope.restamp_changed` writes it), marks the idempotency row(s) done with the stored
+  `server.scope.keys.restamp_changed` writes it), marks the idempotency row(s) done with the stored
   response, and advances the counter. No HTTP, no validation, no reads back;
 - healthz: `GET /healthz` median round trip, kept-alive and fresh.
 
@@ -195,7 +195,7 @@ class RawWriter:
             )
 
     def _insert_scope_entries(self, cursor: Any, records: list[dict[str, Any]]) -> None:
-        """The scoped feed's row of each new work order: its creator's key (server/scope.py)."""
+        """The scoped feed's row of each new work order: its creator's key (server/scope/)."""
         size = self.store.rows_per_statement(4)
         for at in range(0, len(records), size):
             chunk = records[at : at + size]

@@ -30,9 +30,9 @@ def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+def server(server_sqlite: str) -> Iterator[EmbeddedServer]:
     """The real server on loopback, on SQLite in the temp dir."""
-    with start_server(f"sqlite:///{tmp_path / 'server.sqlite3'}", rate_limit_per_second=0) as up:
+    with start_server(server_sqlite, rate_limit_per_second=0) as up:
         yield up
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -177,7 +178,8 @@ async def main_async(args: argparse.Namespace) -> int:
             log_file.write(line + "\n")
             log_file.flush()
 
-        with Store(data_dir, queue_config=QUEUE) as store:
+        queue = dataclasses.replace(QUEUE, lease_seconds=args.lease_seconds)
+        with Store(data_dir, queue_config=queue) as store:
             token = os.environ["FIELDSYNC_TOKEN"]
             config = sync_config(args.server, rng, args.batch_size)
             engine = SyncEngine(store, config, token=lambda: token, rng=rng)
@@ -215,6 +217,10 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--final", action="store_true", help="no edits: deliver, pull, stop")
     parser.add_argument("--batch-size", type=int, default=None, help="default: seeded choice")
+    parser.add_argument(
+        "--lease-seconds", type=float, default=QUEUE.lease_seconds,
+        help="how long a claimed job is held (a test that waits past it takes a short one)",
+    )  # fmt: skip
     # The engine's warnings (why it cannot deliver or store) are what the tests read.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     return asyncio.run(main_async(parser.parse_args()))

@@ -41,7 +41,7 @@ from tests.chaos.fleet import (
 from tests.chaos.helpers import Device, add_device, record_figures
 from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo
 from tests.chaos.restarts import Restarts
-from tests.support.postgres import running_postgres
+from tests.support.postgres import PostgresCluster
 from tests.support.serve import ServerProcess
 
 PACE = 0.4
@@ -68,8 +68,9 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'server.sqlite3'}"
         return
-    with running_postgres() as cluster:
-        yield cluster.create_database("kills")
+    # The session's cluster (tests/conftest.py), a database of this test's own.
+    cluster: PostgresCluster = request.getfixturevalue("postgres")
+    yield cluster.create_database(f"kills_{uuid.uuid4().hex[:12]}")
 
 
 @pytest.mark.slow

@@ -37,7 +37,7 @@ from tests.chaos.uploads import (
     make_files,
     resent_bytes,
 )
-from tests.support.postgres import running_postgres
+from tests.support.postgres import PostgresCluster
 from tests.support.serve import ServerProcess
 
 UPLOADS = "/v1/uploads/"
@@ -269,9 +269,10 @@ def upload_servers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[U
         db_url = f"sqlite:///{tmp_path / 'server' / 'server.sqlite3'}"
         yield UploadServers("sqlite", db_url, tmp_path / "server" / "attachments")
         return
-    with running_postgres() as cluster:
-        db_url = cluster.create_database("uploads")
-        yield UploadServers("postgresql", db_url, tmp_path / "server" / "shared-attachments")
+    # The session's cluster (tests/conftest.py), a database of this test's own.
+    cluster: PostgresCluster = request.getfixturevalue("postgres")
+    db_url = cluster.create_database(f"uploads_{uuid.uuid4().hex[:12]}")
+    yield UploadServers("postgresql", db_url, tmp_path / "server" / "shared-attachments")
 
 
 def test_the_server_sigkilled_mid_patch_loses_at_most_the_chunk(

@@ -31,7 +31,7 @@ def server_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'server.sqlite3'}"
     cluster: PostgresCluster = request.getfixturevalue("postgres")
-    return cluster.create_database(f"cli_scope_{next(_databases)}")
+    return cluster.create_server_database(f"cli_scope_{next(_databases)}")
 
 
 def test_search_without_the_server_says_it_needs_a_connection(tmp_path: Path) -> None:

@@ -19,8 +19,8 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def server(sqlite_url: str) -> Iterator[EmbeddedServer]:
-    with start_server(sqlite_url) as running:
+def server(server_sqlite: str) -> Iterator[EmbeddedServer]:
+    with start_server(server_sqlite) as running:
         yield running
 
 
@@ -55,9 +55,10 @@ _databases = itertools.count()
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh server database on each backend."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'server.sqlite3'}"
+        url: str = request.getfixturevalue("server_sqlite")
+        return url
     cluster: PostgresCluster = request.getfixturevalue("postgres")
-    return cluster.create_database(f"server_{next(_databases)}")
+    return cluster.create_server_database(f"server_{next(_databases)}")
 
 
 @pytest.fixture

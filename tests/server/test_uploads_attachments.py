@@ -28,10 +28,10 @@ def jpeg(width: int, height: int) -> bytes:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EmbeddedServer]:
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+        url = request.getfixturevalue("server_sqlite")
     else:
         cluster: PostgresCluster = request.getfixturevalue("postgres")
-        url = cluster.create_database(f"uploads_{new_id().replace('-', '')[:12]}")
+        url = cluster.create_server_database(f"uploads_{new_id().replace('-', '')[:12]}")
     with start_server(url, attachments_dir=str(tmp_path / "files")) as running:
         yield running
 

@@ -48,6 +48,9 @@ def find_pg_bin() -> Path:
     )
 
 
+_SERVER_TEMPLATE = "fieldsync_schema_template"
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -66,6 +69,7 @@ class PostgresCluster:
         self.log = self.root / "postgres.log"
         self.port = _free_port()
         self._as_user: list[str] = []
+        self._server_template = False
         if os.geteuid() == 0:
             account = pwd.getpwnam("postgres")
             os.chown(self.root, account.pw_uid, account.pw_gid)
@@ -114,19 +118,32 @@ class PostgresCluster:
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self, name: str) -> str:
-        """Create database `name` (a plain identifier) and return its URL."""
-        if not name.isidentifier():
+    def create_database(self, name: str, *, template: str | None = None) -> str:
+        """Create database `name` (a plain identifier), empty or a copy of database
+        `template`, and return its URL."""
+        if not name.isidentifier() or not (template or "x").isidentifier():
             raise ValueError(name)
+        copy = f' TEMPLATE "{template}"' if template else ""
         connection = psycopg2.connect(host="127.0.0.1", port=self.port, user="postgres",
                                       dbname="postgres")  # fmt: skip
         try:
             connection.autocommit = True
             with connection.cursor() as cursor:
-                cursor.execute(f'CREATE DATABASE "{name}"')
+                cursor.execute(f'CREATE DATABASE "{name}"{copy}')
         finally:
             connection.close()
         return self.url(name)
+
+    def create_server_database(self, name: str) -> str:
+        """Database `name` holding the server's schema, as `open_store` leaves a new one: a
+        copy of a database migrated once per cluster, since every schema step again for
+        each test costs more than the copy."""
+        if not self._server_template:
+            from server.db.store import open_store  # the server, only for tests that use it
+
+            open_store(self.create_database(_SERVER_TEMPLATE)).close()
+            self._server_template = True
+        return self.create_database(name, template=_SERVER_TEMPLATE)
 
 
 @contextlib.contextmanager

@@ -46,9 +46,8 @@ def other_store(tmp_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedServer]:
-    url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
-    with start_server(url, rate_limit_per_second=0) as running:
+def server(server_sqlite: str) -> Iterator[EmbeddedServer]:
+    with start_server(server_sqlite, rate_limit_per_second=0) as running:
         yield running
 
 
@@ -60,10 +59,10 @@ def server_on_each_backend(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> Iterator[EmbeddedServer]:
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'server.sqlite3'}"
+        url = request.getfixturevalue("server_sqlite")
     else:
         cluster: PostgresCluster = request.getfixturevalue("postgres")
-        url = cluster.create_database(f"device_{next(_databases)}")
+        url = cluster.create_server_database(f"device_{next(_databases)}")
     with start_server(url, rate_limit_per_second=0) as running:
         yield running
 
