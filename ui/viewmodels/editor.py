@@ -11,6 +11,9 @@ Save writes the cache and enqueues the job in one transaction (the core operatio
 operation's OpChanges names the record. Validation uses the mutation contract
 (`app.mutations`), as the store and the server do.
 
+The queue state of the work order (badge, sync line, countdown) lives in
+`ui.viewmodels.editor_sync`.
+
 What the person types is kept as a draft through a kill (`ui.viewmodels.drafts`): written
 after each pause in typing, removed with Save (in its transaction) or Undo/Discard, and
 restored, merged over the record as it is now, when the form opens again.
@@ -20,16 +23,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.store.deadletters import EntityJobState, job_states
+from app.store.deadletters import EntityJobState
 from app.store.drafts import NEW_FORM, Draft, read_draft
 from app.store.errors import InvalidEditError, StoreError
 from app.store.store import Store
 from ui.crash import report
 from ui.qt import Property, QObject, Signal, Slot, connect
 from ui.services import Services
-from ui.viewmodels.badges import badge_for
-from ui.viewmodels.base import ViewModel, notified
+from ui.viewmodels.base import notified
 from ui.viewmodels.drafts import DraftKeeper
+from ui.viewmodels.editor_sync import EditorSyncViewModel, job_state
 from ui.viewmodels.form import BLANK, FIELDS, as_form, check_form, follow_server
 from ui.wording import FIELD_LABELS, PRIORITY_WORDS, STATUS_WORDS, field_label
 
@@ -37,8 +40,7 @@ __all__ = ["FIELDS", "EditorViewModel"]
 
 
 def _load(store: Store, entity_id: str) -> tuple[dict[str, Any] | None, EntityJobState | None]:
-    record = store.work_order(entity_id)
-    return record, job_states(store, [entity_id]).get(entity_id)
+    return store.work_order(entity_id), job_state(store, entity_id)
 
 
 def _open(
@@ -47,7 +49,7 @@ def _open(
     return (*_load(store, entity_id), read_draft(store, entity_id))
 
 
-class EditorViewModel(ViewModel):
+class EditorViewModel(EditorSyncViewModel):
     """One work order being created or edited.
 
     Signals:
@@ -64,13 +66,12 @@ class EditorViewModel(ViewModel):
     def __init__(self, services: Services, parent: QObject | None = None) -> None:
         # A failed load or save is a bug here (the saves tell StoreErrors themselves), and
         # it must not leave the form "saving".
-        super().__init__(parent, on_error=self._on_task_error, conditions_as_messages=False)
-        self._services = services
-        self._entity_id = ""
+        super().__init__(
+            services, parent, on_error=self._on_task_error, conditions_as_messages=False
+        )
         self._original: dict[str, str] = dict(BLANK)
         self._form: dict[str, str] = dict(BLANK)
         self._server_version: int | None = None
-        self._state: EntityJobState | None = None
         self._errors: dict[str, str] = {}
         self._show_all_errors = False
         self._touched: set[str] = set()
@@ -82,11 +83,7 @@ class EditorViewModel(ViewModel):
         # that finishes after the person moved on must not put another record on screen, and
         # two new forms in a row are different forms.
         self._generation = 0
-        # "Retrying in 3 s" counts down on screen; runs only while the badge shows a countdown.
-        self._clock_timer = self._timer(1000, self.changed.emit)
         connect(services.bridge.opChanges, self.on_bridge_op_changes)
-        connect(services.bridge.connectivityChanged, self.on_bridge_connectivity_changed)
-        connect(self.changed, self.on_changed)
         self._drafts = DraftKeeper(services, self._draft_snapshot, self)
         connect(self._drafts.changed, self.changed.emit)
         connect(self._drafts.discardRequested, self.revert)
@@ -297,17 +294,6 @@ class EditorViewModel(ViewModel):
         else:
             self.message.emit("Saved on this device; will be sent when the server is reachable.")
 
-    def on_changed(self) -> None:
-        counting = self._state is not None and bool(self._state.retrying)
-        if counting and not self._clock_timer.isActive():
-            self._clock_timer.start()
-        elif not counting and self._clock_timer.isActive():
-            self._clock_timer.stop()
-
-    def on_bridge_connectivity_changed(self, state: str, reason: str) -> None:
-        if self.unsynced:
-            self.changed.emit()  # "will be sent when reachable" / "being sent"
-
     def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
         entity_ids = changes["entity_ids"]
         if self._entity_id and self._entity_id in entity_ids and not self._saving:
@@ -335,15 +321,6 @@ class EditorViewModel(ViewModel):
             self._original, self._form = followed
             self._server_version = record["server_version"]
             self._validate()
-        self.changed.emit()
-
-    def on_bridge_job_states_changed(self, changes: list[dict[str, Any]]) -> None:
-        if self._entity_id and any(c["entity_id"] == self._entity_id for c in changes):
-            self._tasks.start(self._refresh_state(), "editor-state")
-
-    async def _refresh_state(self) -> None:
-        _, state = await self._services.executor.run(_load, self._services.store, self._entity_id)
-        self._state = state
         self.changed.emit()
 
     # -- validation -------------------------------------------------------------------------
@@ -413,24 +390,21 @@ class EditorViewModel(ViewModel):
 
     @Property(bool, notify=changed)
     def unsynced(self) -> bool:
-        state = self._state
-        return (
-            state is not None and (state.pending + state.leased + state.conflict + state.dead) > 0
-        )
+        return self._unsynced()
 
     @Property(str, notify=changed)
     def badge(self) -> str:
-        return badge_for(self._state, self._services.clock(), online=self._services.online).kind
+        return self._badge().kind
 
     @Property(str, notify=changed)
     def badgeText(self) -> str:
-        return badge_for(self._state, self._services.clock(), online=self._services.online).text
+        return self._badge().text
 
     @Property(str, notify=changed)
     def syncText(self) -> str:
         if self.isNew:
             return "New work order — saved on this device first, then sent to the server."
-        return badge_for(self._state, self._services.clock(), online=self._services.online).detail
+        return self._badge().detail
 
     @Property(list, constant=True)
     def statusValues(self) -> list[str]:
