@@ -406,8 +406,8 @@ def spread(values: list[float], fmt: str) -> str:
     return f"{format(min(values), fmt)}–{format(max(values), fmt)}"
 
 
-def run(plan: Plan, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
-    quick = mode != "full"
+def run(plan: Plan, scale: str, say: Callable[[str], None]) -> dict[str, Any]:
+    quick = scale != "full"
     load_start = os.getloadavg()[0]  # other work on the machine skews every figure
     drains: dict[str, dict[str, list[DrainResult]]] = {
         connection: {"batch": [], "single": []} for connection in CONNECTIONS
@@ -462,7 +462,7 @@ def run(plan: Plan, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
         "reconcile_10k_changes_s": round(reconcile_s, 3),
         "idle_cpu_percent_offline": round(idle_percent, 3),
         "metadata": {
-            "mode": mode,
+            "mode": scale,
             "runs": plan.runs,
             "statistic": "median",
             "edits_per_drain": {"batch": plan.edits, "single": plan.single_edits},
@@ -475,12 +475,12 @@ def run(plan: Plan, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
             "keep-alive pool)",
             "reconcile_changes": plan.edits,
             "reconcile_note": (
-                f"{mode} mode: {plan.edits} changes, not 10,000"
+                f"{scale} mode: {plan.edits} changes, not 10,000"
                 if plan.edits != 10_000
                 else "10,000 changes"
             ),
             "drain_note": (
-                f"{mode} mode: {plan.edits} edits per batch drain and reference ingest, "
+                f"{scale} mode: {plan.edits} edits per batch drain and reference ingest, "
                 f"{plan.single_edits} per single drain, not 10,000"
                 if quick
                 else f"10,000 edits per batch drain and reference ingest, "
