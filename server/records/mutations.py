@@ -110,21 +110,7 @@ def validate_mutation(raw: Any) -> ValidMutation:
 
 
 #: The fields of a work order on the wire, in order (`seq` stays on the server).
-WIRE_FIELDS: tuple[str, ...] = (
-    "id",
-    "title",
-    "site",
-    "status",
-    "priority",
-    "notes",
-    "assignee",
-    "team",
-    "due_date",
-    "deleted",
-    "version",
-    "updated_at",
-    "updated_by",
-)
+WIRE_FIELDS: tuple[str, ...] = ("id", *EDITABLE_FIELDS, "version", "updated_at", "updated_by")
 
 
 def record_json(row: WorkOrderRow) -> dict[str, Any]:
