@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.dbus import end, start_daemon
+
 AGENT = Path(__file__).with_name("atspi_agent.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
@@ -66,13 +68,8 @@ class Desktop:
         self.processes.append(xvfb)
         with os.fdopen(read_fd) as displays:
             display = ":" + displays.readline().strip()
-        bus = subprocess.Popen(
-            ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
+        bus, address = start_daemon()
         self.processes.append(bus)
-        assert bus.stdout is not None
-        address = bus.stdout.readline().strip()
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("QT_", "FIELDSYNC_"))},
             "DISPLAY": display,
@@ -98,14 +95,7 @@ class Desktop:
 
     def stop(self) -> None:
         for process in reversed(self.processes):
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-            if process.stdout is not None:
-                process.stdout.close()
+            end(process)
         self.processes = []
 
 

@@ -163,12 +163,7 @@ class PrivateBus:
         self._saved: dict[str, str | None] = {}
 
     def start(self) -> PrivateBus:
-        self.daemon = subprocess.Popen(
-            ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-        assert self.daemon.stdout is not None
-        self.address = self.daemon.stdout.readline().strip()
+        self.daemon, self.address = start_daemon()
         for name in ("DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS"):
             self._saved[name] = os.environ.get(name)
             os.environ[name] = self.address
@@ -207,16 +202,14 @@ class PrivateBus:
             time.sleep(0.05)
 
     def stop_mock(self, mock: Mock) -> None:
-        _end(mock.process)
+        end(mock.process)
         self.mocks.remove(mock)
 
     def stop(self) -> None:
         for mock in list(self.mocks):
             self.stop_mock(mock)
         if self.daemon is not None:
-            _end(self.daemon)
-            if self.daemon.stdout is not None:
-                self.daemon.stdout.close()
+            end(self.daemon)
             self.daemon = None
         for name, value in self._saved.items():
             if value is None:
@@ -225,15 +218,27 @@ class PrivateBus:
                 os.environ[name] = value
 
 
-def _end(process: subprocess.Popen[Any]) -> None:
+def start_daemon() -> tuple[subprocess.Popen[str], str]:
+    """A new `dbus-daemon --session` and its address (the GUI tests' desktop starts one too)."""
+    daemon = subprocess.Popen(
+        ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert daemon.stdout is not None
+    return daemon, daemon.stdout.readline().strip()
+
+
+def end(process: subprocess.Popen[Any]) -> None:
+    """Stop a helper process, killing it if it does not stop, and close its pipes."""
     process.terminate()
     try:
         process.wait(10)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(5)
-    if process.stderr is not None:
-        process.stderr.close()
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def _has_owner(name: str, address: str) -> bool:
