@@ -104,6 +104,7 @@ class Plan:
     feed_queries: int
     drain_edits: int  # per device
     drain_runs: int  # per server-process count
+    drain_devices: int = DRAIN_DEVICES  # draining at once (DEVICES_PER_PROCESS per process)
 
 
 QUICK = Plan(sizes=(1_000, 10_000), runs=3, admin_runs_large=1, admin_device_max=10_000,
@@ -112,7 +113,8 @@ QUICK = Plan(sizes=(1_000, 10_000), runs=3, admin_runs_large=1, admin_device_max
 FULL = Plan(sizes=(10_000, 1_000_000), runs=5, admin_runs_large=1, admin_device_max=100_000,
             feed_queries=400, drain_edits=100, drain_runs=2)  # fmt: skip
 SMOKE = Plan(sizes=(1_000, 2_000), runs=1, admin_runs_large=1, admin_device_max=2_000,
-             feed_queries=10, drain_edits=2, drain_runs=1)  # fmt: skip
+             feed_queries=10, drain_edits=2, drain_runs=1,
+             drain_devices=DEVICES_PER_PROCESS)  # fmt: skip
 
 
 class WorkersServer(ServerProcess):
@@ -553,11 +555,11 @@ def run(
                 say(f"{backend}")
                 figures, seeded = bench_backend(root, by_size, plan, cache, say)
                 if backend == "postgresql":
-                    say(f"{backend}: {DRAIN_DEVICES} devices draining at once")
+                    say(f"{backend}: {plan.drain_devices} devices draining at once")
                     tokens = seeded[-1].tokens
+                    drainers = seeded[-1].population.drain_devices(plan.drain_devices)
                     devices = [{"name": name, "token": tokens[name], "user": user, "team": team}
-                               for name, user, team
-                               in seeded[-1].population.drain_devices(DRAIN_DEVICES)]  # fmt: skip
+                               for name, user, team in drainers]  # fmt: skip
                     figures["goodput"] = bench_goodput(
                         root, by_size[large], devices, plan, say, postgres_pid
                     )
@@ -676,7 +678,8 @@ def main(argv: list[str] | None = None) -> int:
                 "teams": Population(work_orders=1).teams,
                 "new_worker": "a worker without a team; 500 work orders assigned to it, "
                 "spread evenly over the feed",
-                "drain_devices": "50 new workers without a team, each creating its edits",
+                "drain_devices": f"{plan.drain_devices} new workers without a team, each "
+                "creating its edits",
                 "runs": plan.runs,
                 "statistic": "median (first sync); p50/p99 (feed)",
                 "first_sync_order": "both sizes' servers up at once, the worker's first syncs "
