@@ -27,6 +27,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -56,6 +57,31 @@ __all__ = ["main"]
 logger = logging.getLogger("server.cli")
 _DAY = 86_400.0
 _MIB = 1024 * 1024
+
+#: The byte sizes `serve` takes in MiB, by their Settings field; the option is the field's
+#: name with "_bytes" read as "-mib" (max_upload_bytes: --max-upload-mib).
+_MIB_OPTIONS: dict[str, str] = {
+    "max_upload_bytes": "largest attachment accepted (tus Upload-Length)",
+    "device_unfinished_bytes": (
+        "what one device's unfinished uploads may announce together (507 above it)"
+    ),
+    "user_stored_bytes": (
+        "what one user's stored files and unfinished uploads may reach (507 above it)"
+    ),
+    "min_free_disk_bytes": "uploads stop this short of a full disk (507), leaving room for edits",
+}
+
+
+def _mib_flag(setting: str) -> str:
+    return "--" + setting.removesuffix("_bytes").replace("_", "-") + "-mib"
+
+
+def _sizes(args: argparse.Namespace) -> dict[str, Any]:
+    """The Settings fields of the MiB options, in bytes."""
+    return {
+        setting: int(getattr(args, setting.removesuffix("_bytes") + "_mib") * _MIB)
+        for setting in _MIB_OPTIONS
+    }
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -115,30 +141,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="where attachment files live (default: attachments/ beside a SQLite database)",
     )
-    serve.add_argument(
-        "--max-upload-mib",
-        type=float,
-        default=defaults.max_upload_bytes / _MIB,
-        help="largest attachment accepted (tus Upload-Length)",
-    )
-    serve.add_argument(
-        "--device-unfinished-mib",
-        type=float,
-        default=defaults.device_unfinished_bytes / _MIB,
-        help="what one device's unfinished uploads may announce together (507 above it)",
-    )
-    serve.add_argument(
-        "--user-stored-mib",
-        type=float,
-        default=defaults.user_stored_bytes / _MIB,
-        help="what one user's stored files and unfinished uploads may reach (507 above it)",
-    )
-    serve.add_argument(
-        "--min-free-disk-mib",
-        type=float,
-        default=defaults.min_free_disk_bytes / _MIB,
-        help="uploads stop this short of a full disk (507), leaving room for edits",
-    )
+    for setting, help_text in _MIB_OPTIONS.items():
+        serve.add_argument(
+            _mib_flag(setting),
+            type=float,
+            default=getattr(defaults, setting) / _MIB,
+            help=help_text,
+        )
     serve.add_argument(
         "--attachment-types",
         default=",".join(defaults.attachment_content_types),
@@ -236,15 +245,12 @@ def _serve(args: argparse.Namespace, db_url: str) -> int:
         worker_search=args.worker_search,
         idempotency_retention_seconds=args.key_retention_days * _DAY,
         attachments_dir=args.attachments_dir,
-        max_upload_bytes=int(args.max_upload_mib * _MIB),
         attachment_content_types=tuple(
             kind.strip() for kind in args.attachment_types.split(",") if kind.strip()
         ),
         upload_expiry_seconds=args.upload_expiry_days * _DAY,
         console_secure_cookies=args.console_secure_cookies,
-        device_unfinished_bytes=int(args.device_unfinished_mib * _MIB),
-        user_stored_bytes=int(args.user_stored_mib * _MIB),
-        min_free_disk_bytes=int(args.min_free_disk_mib * _MIB),
+        **_sizes(args),
     )
     # Create the schema once here, before any worker races another to it.
     open_store(db_url).close()
