@@ -146,7 +146,8 @@ def set_device(
     if team is not None:
         _check_text("team", team, 100, empty=True)
     devices = store.tables.Device
-    with store.write_transaction() as sequence:
+    # It reads whole keys' entries: every other writer waits (PostgreSQL), as on SQLite.
+    with store.write_transaction(rescope=True) as sequence:
         row = devices.get_or_none(devices.name == name)
         if row is None:
             return None

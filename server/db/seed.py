@@ -1,7 +1,7 @@
 """Filling a server with many work orders at once, for benchmarks (`benchmarks/scope_bench.py`).
 
 `seed_work_orders` writes rows exactly as the server's own writes leave them: each work order
-gets a change number from the counter, version 1, and its scope entries (the same
+gets a change number from `Store.write_transaction`, version 1, and its scope entries (the same
 `Store.write_transaction` restamps them), in transactions of `chunk` work orders written
 with multi-row INSERTs. It is not an API: nothing checks the fields beyond the defaults.
 """

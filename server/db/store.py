@@ -1,12 +1,29 @@
 """Opening the server database from a URL, and the write transaction that numbers changes.
 
-Every transaction that changes a work order first locks the single `change_counter` row and
-takes its change sequence numbers from it. Writers are therefore serialized, so sequence
-numbers become visible in commit order: a reader that has seen change N can never later
-discover an N-1 committed behind its back. (A plain PostgreSQL SEQUENCE would not give that:
-a transaction can draw 7, stall, and commit after another has committed 8.) SQLite already
-serializes writers with `BEGIN IMMEDIATE`; on PostgreSQL the row lock (`FOR UPDATE`) does it
-across any number of server processes.
+A reader of the changes feed must never be served change N and later find an N-1 committed
+behind its back. SQLite has one writer (`BEGIN IMMEDIATE`): every write transaction takes
+the next numbers from the `change_counter` row, so numbers become visible in commit order.
+
+PostgreSQL writers take no shared lock. A write transaction numbers its changes
+`base + xid × 2^24 + i` (`i` = 1, 2, … within it), where `xid` is its own transaction id
+(`pg_current_xact_id()`, 64 bits, never reused) and `base` the counter row's value, frozen at
+the last number SQLite-style counting (or a server from before this) handed out, so every
+new number lies above every old one. Numbers of different transactions never meet: each owns
+the block of its xid. A reader serves only numbers at or below the *horizon*
+`base + xmin × 2^24`, where `xmin = pg_snapshot_xmin(pg_current_snapshot())` is the oldest
+transaction still in progress when the horizon is read. Proof that nothing committed later
+can appear at or below a horizon already served:
+
+- every transaction with an xid below `xmin` has ended (committed or rolled back): that is
+  what `xmin` means, so all its numbers, the only ones at or below the horizon besides the
+  old ones (`≤ base`), are final;
+- every transaction still running has an xid ≥ `xmin` (running ones below the snapshot's
+  xmax are in it and bound xmin; the others are ≥ xmax ≥ xmin), and every later one draws an
+  xid ≥ the next xid ≥ xmax ≥ xmin: their numbers are all `≥ base + xmin × 2^24 + 1`;
+- `xmin` never moves back (no transaction below it is left to start), so horizons grow.
+
+The cost: a change becomes visible when every transaction older than its own has ended,
+anywhere in the cluster; a write left open holds the feed back (not other writers).
 """
 
 from __future__ import annotations
@@ -14,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import peewee as pw
@@ -23,9 +41,19 @@ from server.db.models import bind_models
 from server.db.schema import apply_steps
 from server.scope.keys import restamp_changed
 
-__all__ = ["ChangeSequence", "Store", "open_store"]
+__all__ = ["BLOCK", "ChangeSequence", "Store", "open_store"]
 
 _COUNTER = "changes"
+
+#: Numbers one PostgreSQL transaction may hand out; xids stay below 2^39 (half a trillion
+#: transactions) before `base + xid × BLOCK` outgrows BIGINT.
+BLOCK = 2**24
+
+_HORIZON_SQL = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+
+# Names "scope changes" among advisory locks: every PostgreSQL writer holds it shared (shared
+# holders never wait for one another), a device's scope change exclusively.
+_SCOPE_LOCK = 0x46534353
 
 # SQLite builds before 3.32 refuse more than 999 parameters in one statement; multi-row
 # statements stay under that everywhere.
@@ -43,11 +71,14 @@ _SQLITE_PRAGMAS = (
 class ChangeSequence:
     """Hands out the next change sequence numbers inside one write transaction."""
 
-    def __init__(self, last: int) -> None:
+    def __init__(self, last: int, limit: int | None = None) -> None:
         self.start = last
         self.last = last
+        self.limit = limit
 
     def next(self) -> int:
+        if self.limit is not None and self.last >= self.limit:
+            raise RuntimeError(f"one transaction may hand out at most {BLOCK - 1} numbers")
         self.last += 1
         return self.last
 
@@ -63,6 +94,7 @@ class Store:
         self.db = database
         self.tables = bind_models(database)
         self.is_postgres = isinstance(database, pw.PostgresqlDatabase)
+        self._base: int | None = None
 
     def values_list(self, rows: int, width: int) -> str:
         """`(?, ?), (?, ?)`: `rows` rows of `width` placeholders, in the driver's style."""
@@ -94,23 +126,61 @@ class Store:
                 counter.insert(name=_COUNTER, value=0).on_conflict_ignore().execute()
             apply_steps(self.db, self.tables)
 
-    @contextmanager
-    def write_transaction(self) -> Iterator[ChangeSequence]:
-        """A transaction holding the change counter; commits the numbers it handed out."""
+    def _counter_value(self) -> int:
         counter = self.tables.ChangeCounter
+        query = counter.select(counter.value).where(counter.name == _COUNTER)
+        last = query.scalar()
+        if last is None:
+            raise RuntimeError("change counter row missing; was create_schema() run?")
+        return int(last)
+
+    def base(self) -> int:
+        """PostgreSQL: the number below every xid block (the counter row, which only a
+        SQLite server or one from before xid blocks moved)."""
+        if self._base is None:
+            self._base = self._counter_value()
+        return self._base
+
+    def horizon(self) -> int | None:
+        """The highest change number a reader may serve now (None: any, on SQLite).
+
+        Read it before anything else the page reads (see the module docstring)."""
+        if not self.is_postgres:
+            return None
+        xmin = int(self.db.execute_sql(_HORIZON_SQL).fetchone()[0])
+        return self.base() + xmin * BLOCK
+
+    @contextmanager
+    def write_transaction(self, *, rescope: bool = False) -> Iterator[ChangeSequence]:
+        """A transaction that numbers its changes (see the module docstring).
+
+        On PostgreSQL writers run side by side: each locks the rows it reads to change
+        (`for_update`). `rescope` (a device's new user or team, which reads the entries of
+        whole keys) waits for every other writer instead, and they for it."""
         with self.db.atomic():
-            query = counter.select(counter.value).where(counter.name == _COUNTER)
             if self.is_postgres:
-                query = query.for_update()
-            last = query.scalar()
-            if last is None:
-                raise RuntimeError("change counter row missing; was create_schema() run?")
-            sequence = ChangeSequence(int(last))
+                base = self.base()
+                lock = "pg_advisory_xact_lock" if rescope else "pg_advisory_xact_lock_shared"
+                xid = self.db.execute_sql(
+                    f"SELECT {lock}(%s), pg_current_xact_id()::text", (_SCOPE_LOCK,)
+                ).fetchone()[1]
+                xid = int(xid)
+                start = base + xid * BLOCK
+                sequence = ChangeSequence(start, start + BLOCK - 1)
+            else:
+                sequence = ChangeSequence(self._counter_value())
             yield sequence
             if sequence.last != sequence.start:
                 # Every change reaches the scoped feeds in the same transaction.
                 restamp_changed(self, sequence.start, sequence.last)
-                counter.update(value=sequence.last).where(counter.name == _COUNTER).execute()
+                if not self.is_postgres:
+                    counter = self.tables.ChangeCounter
+                    counter.update(value=sequence.last).where(counter.name == _COUNTER).execute()
+
+    def for_update(self, query: Any) -> Any:
+        """`query` locking the rows it reads until the write transaction ends (PostgreSQL;
+        SQLite's single writer needs none)."""
+        return query.for_update() if self.is_postgres else query
 
     def close(self) -> None:
         if not self.db.is_closed():

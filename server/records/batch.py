@@ -6,8 +6,9 @@ an INSERT or UPDATE and two savepoints per item, built by peewee each time, the 
 every record it touches in one query, works out the answers in memory and writes only the final
 state of each record: new ones in multi-row INSERTs, changed ones in multi-row UPDATEs.
 
-Runs inside `Store.write_transaction`, like `apply_mutation`: writers are serialized, so the
-records read here cannot change before the writes. The UPDATE is still a compare-and-set on the
+Runs inside `Store.write_transaction`, like `apply_mutation`: the records are read locked (in
+order of id, and new ones inserted in order of id, so two batches never wait for each other
+in a circle), so they cannot change before the writes. The UPDATE is still a compare-and-set on the
 version that was read; if any statement fails or a row does not match, `BatchWriteMismatch` (or
 the database error) propagates, the caller rolls back to its savepoint and applies the items one
 by one, so a mismatch costs speed, never correctness.
@@ -96,7 +97,7 @@ def apply_mutation_batch(
         replies.append(Reply(status, {"record": record_columns_json(record)}))
         if gate is not None:  # a later item of the same work order knows it was sent this
             gate.sent({record["id"]: record["version"]})
-    created = [records[entity_id] for entity_id in written if entity_id not in read_version]
+    created = [records[entity_id] for entity_id in sorted(written) if entity_id not in read_version]
     updated = [
         (records[entity_id], read_version[entity_id])
         for entity_id in written
@@ -129,7 +130,9 @@ def _load(store: Store, entity_ids: set[str]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for chunk in _chunks(ordered, store.rows_per_statement(1)):
         marks = ", ".join([store.db.param] * len(chunk))
-        sql = f'SELECT {_QUOTED} FROM {_table(store)} WHERE "id" IN ({marks})'
+        sql = f'SELECT {_QUOTED} FROM {_table(store)} WHERE "id" IN ({marks}) ORDER BY "id"'
+        if store.is_postgres:
+            sql += " FOR UPDATE"
         for values in store.db.execute_sql(sql, list(chunk)).fetchall():
             row = dict(zip(RECORD_COLUMNS, values, strict=True))
             row["deleted"] = bool(row["deleted"])  # SQLite hands back 0/1

@@ -135,13 +135,13 @@ def _decide(
     sequence: ChangeSequence,
 ) -> Reply:
     table = store.tables.Conflict
-    row = table.get_or_none(table.id == conflict_id)
+    row = store.for_update(table.select().where(table.id == conflict_id)).first()
     if row is None:
         return Reply(404, {"error": "not_found"})
     if row.status != OPEN:
         return Reply(409, {"error": "conflict_not_open", "conflict": conflict_json(row)})
     records = store.tables.WorkOrder
-    current = records.get_or_none(records.id == row.entity_id)
+    current = store.for_update(records.select().where(records.id == row.entity_id)).first()
     now = now_iso()
     if fields is None:
         chosen: dict[str, Any] = {

@@ -1,8 +1,10 @@
 """Applying one validated mutation to a work order: create, patch or tombstone, version-checked.
 
-Runs inside `Store.write_transaction`, which serializes writers, so the read-check-write below
-cannot interleave with another writer; the `WHERE version = base_version` on the update is a
-second guard that turns any such bug into a conflict instead of a lost update.
+Runs inside `Store.write_transaction`: the work order is read locked (SQLite's single writer,
+PostgreSQL's row lock), so the read-check-write below cannot interleave with another writer
+of it; the `WHERE version = base_version` on the update is a second guard that turns any
+such bug into a conflict instead of a lost update. Two creates of one id meet at the primary
+key: the second waits for the first and answers as a conflict.
 """
 
 from __future__ import annotations
@@ -130,8 +132,9 @@ def conflict_reply(row: WorkOrderRow) -> Reply:
 
 
 def _get(store: Store, entity_id: str) -> WorkOrderRow | None:
+    """The work order, locked against other writers until the transaction ends."""
     table = store.tables.WorkOrder
-    row: WorkOrderRow | None = table.get_or_none(table.id == entity_id)
+    row: WorkOrderRow | None = store.for_update(table.select().where(table.id == entity_id)).first()
     return row
 
 
@@ -181,7 +184,7 @@ def _apply(
             with store.db.atomic():
                 table.insert(**values).execute()
         except pw.IntegrityError:
-            # Only reachable if a writer bypassed the counter lock; answer as a conflict.
+            # A concurrent create of the same id committed first: answer as a conflict.
             raced = _get(store, mutation.entity_id)
             if raced is None:
                 raise

@@ -3,9 +3,9 @@
 `GET /v1/changes?since=<token>` pages through work orders in the order of their last change.
 A device sees only its scope (server/scope/keys.py, server/scope/feed.py).
 The token is the change sequence number of the last position read (a decimal string, opaque
-to clients). Sequence numbers come from `Store.write_transaction`, which serializes writers, so
-they become visible in commit order: a page can never be followed by a lower number committing
-late, and paging neither skips nor repeats a change. A record changed again after it was paged
+to clients). Pages stop at the horizon of `Store.horizon` (server/db/store.py), below which no
+number can still commit: a page can never be followed by a lower number committing late, and
+paging neither skips nor repeats a change. A record changed again after it was paged
 moves to a higher number and is delivered again with its new version (the feed carries the
 latest state of each record, tombstones included).
 """

@@ -9,9 +9,10 @@ each page carries the latest state of each work order once, as the unscoped feed
 - not in scope now: `{"id": …, "out_of_scope": true}`. The device passes that number once,
   so it is told once (a page from `since=0` leaves them out: such a device holds nothing).
 
-Reading order matters without a snapshot: positions, then the rows and pins, then the
-latest numbers. A change committed after the positions were read has a higher number than
-all of them (numbers are visible in commit order); if it lands before the latest numbers are
+Reading order matters without a snapshot: the horizon (`Store.horizon`: no number at or
+below it can still commit), positions up to it, then the rows and pins, then the latest
+numbers. A change committed after the horizon was read has a higher number than it, so than
+every position of the page (server/db/store.py proves it); if it lands before the latest numbers are
 read, the work order is skipped here and delivered at its new number on a later page; if it
 lands after, the rows read before it are the state as of this page. Nothing is skipped and
 nothing is delivered twice for one change.
@@ -46,9 +47,11 @@ def _marks(store: Store, count: int) -> str:
     return ", ".join([store.db.param] * count)
 
 
-def _positions(store: Store, scope: Scope, since: int, limit: int) -> list[Position]:
-    """The next `limit` change numbers after `since` in the device's logs, each with its work
-    order and whether it is an attachment's change.
+def _positions(
+    store: Store, scope: Scope, since: int, limit: int, upto: int | None
+) -> list[Position]:
+    """The next `limit` change numbers after `since` (and at most `upto`) in the device's logs,
+    each with its work order and whether it is an attachment's change.
 
     One bounded, index-ordered range per source (`scope_entry (key, seq)` per key; for an
     admin also `work_order (seq)` and `attachment (seq)`), merged: the cost is
@@ -59,9 +62,12 @@ def _positions(store: Store, scope: Scope, since: int, limit: int) -> list[Posit
     parts: list[str] = []
     params: list[Any] = []
 
+    capped = "" if upto is None else f' AND "seq" <= {param}'
+    cap = [] if upto is None else [upto]
+
     def source(sql: str, *values: Any) -> None:
-        parts.append(f'SELECT * FROM ({sql} ORDER BY "seq" LIMIT {param}) AS s{len(parts)}')
-        params.extend([*values, limit])
+        parts.append(f'SELECT * FROM ({sql}{capped} ORDER BY "seq" LIMIT {param}) AS s{len(parts)}')
+        params.extend([*values, *cap, limit])
 
     for key in scope.scope_keys():
         source(
@@ -128,7 +134,7 @@ def feed_page(store: Store, scope: Scope, since: int, limit: int) -> dict[str, A
     An attachment's change has a number of its own (a position of its own in a worker's
     keys, under `FILE` + the attachment's id): it travels in `attachments` and never moves its work
     order, whose record lists its live attachments."""
-    positions = _positions(store, scope, since, limit + 1)
+    positions = _positions(store, scope, since, limit + 1, store.horizon())
     has_more = len(positions) > limit
     positions = positions[:limit]
     files = _file_changes(store, [position.seq for position in positions])

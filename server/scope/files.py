@@ -17,11 +17,9 @@ from __future__ import annotations
 import peewee as pw
 
 from server.db.models import Tables
-from server.scope.keys import FILE, PIN, restamp_changed, tuples_of, upsert_entries
+from server.scope.keys import FILE, PIN, tuples_of, upsert_entries
 
 __all__ = ["separate_file_entries"]
-
-_COUNTER = "changes"
 
 
 def separate_file_entries(db: pw.Database, tables: Tables) -> None:
@@ -51,21 +49,19 @@ def _repair(db: pw.Database, tables: Tables, collided: list[str]) -> None:
     from server.db.store import Store
 
     store = Store(db)
-    counter, work_orders, attachments = tables.ChangeCounter, tables.WorkOrder, tables.Attachment
-    last = int(counter.select(counter.value).where(counter.name == _COUNTER).scalar() or 0)
-    start = last
+    work_orders, attachments = tables.WorkOrder, tables.Attachment
     pins = tables.Pin
     pinned = list(
         tuples_of(pins.select(pins.user_name, pins.entity_id).where(pins.entity_id.in_(collided)))
     )
     entries = tables.ScopeEntry
-    entries.delete().where(entries.entity_id.in_(collided)).execute()
-    for entity_id in collided:
-        last += 1
-        work_orders.update(seq=last).where(work_orders.id == entity_id).execute()
-        last += 1
-        attachments.update(seq=last).where(attachments.id == entity_id).execute()
-    # A pin's entry is the pin's only trace in the scope log: make it again before restamping.
-    upsert_entries(store, [(PIN + user, entity_id, start + 1, True) for user, entity_id in pinned])
-    restamp_changed(store, start, last)
-    counter.update(value=last).where(counter.name == _COUNTER).execute()
+    # Numbered as any write is; leaving the block restamps what it changed.
+    with store.write_transaction() as sequence:
+        entries.delete().where(entries.entity_id.in_(collided)).execute()
+        for entity_id in collided:
+            work_orders.update(seq=sequence.next()).where(work_orders.id == entity_id).execute()
+            attachments.update(seq=sequence.next()).where(attachments.id == entity_id).execute()
+        # A pin's entry is the pin's only trace in the scope log: make it again before
+        # restamping.
+        first = sequence.start + 1
+        upsert_entries(store, [(PIN + user, entity_id, first, True) for user, entity_id in pinned])

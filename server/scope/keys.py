@@ -15,8 +15,8 @@ last change that touched the pair, `present` whether the work order is in the ke
 write transaction ends with `restamp_changed`, which moves each changed work order's present
 entries (and the ones it just left) to the change's number, so the feed of a device reads
 `(key, seq)` ranges of its own keys: its cost follows the changes in its scope, never the
-size of the table. Numbers come from `Store.write_transaction`, so they are visible in commit
-order for every key, as in the unscoped feed.
+size of the table. Numbers come from `Store.write_transaction`, and the feed stops at the
+horizon below which none can still commit (server/db/store.py), for every key alike.
 
 Events that change what a device may see without changing a work order take their own numbers
 from the same counter: a pin stamps `p:<user>`, a device's new user or team stamps `d:<id>`

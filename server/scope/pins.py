@@ -20,10 +20,11 @@ def set_pin(store: Store, user: str, entity_id: str, pinned: bool) -> bool:
     """Pin (or unpin) a work order for `user`; False if there is no such work order."""
     orders, pins = store.tables.WorkOrder, store.tables.Pin
     with store.write_transaction() as sequence:
-        if not orders.select().where(orders.id == entity_id).exists():
+        # The work order's lock keeps a write of it (which restamps its pin keys) and
+        # another pin of it from passing between the check and the change.
+        if store.for_update(orders.select(orders.id).where(orders.id == entity_id)).first() is None:
             return False
         mine = (pins.user_name == user) & (pins.entity_id == entity_id)
-        # Writers are serialized (the counter lock), so nothing changes between the two.
         if pins.select().where(mine).exists() == pinned:
             return True
         if pinned:

@@ -77,8 +77,13 @@ def remove_attachment(
     """Tombstone an attachment at a new change number (a removed one answers as it is); one
     the access rule does not let the device remove is as missing (server/access.py)."""
     table = store.tables.Attachment
-    row: Attachment | None = table.get_or_none(table.id == attachment_id)
+    row: Attachment | None = store.for_update(
+        table.select().where(table.id == attachment_id)
+    ).first()
     order = order_of(store, row)
+    if order is not None:  # its entries follow the work order's keys: hold them still
+        orders = store.tables.WorkOrder
+        store.for_update(orders.select(orders.id).where(orders.id == order.id)).first()
     if row is None or not isinstance(gate.order(Action.DETACH, row.entity_id, order), Allowed):
         return Reply(404, {"error": "not_found"})
     if not row.deleted:

@@ -243,7 +243,10 @@ def complete_upload(store: Store, blobs: BlobStore, row: Upload, device_name: st
         blobs.commit(row.id, row.sha256)
     attachments = store.tables.Attachment
     uploads = store.tables.Upload
+    orders = store.tables.WorkOrder
     with store.write_transaction() as sequence:
+        # Its entries follow the work order's keys: no write of it may move them meanwhile.
+        store.for_update(orders.select(orders.id).where(orders.id == row.entity_id)).first()
         attachments.insert(
             id=row.attachment_id,
             entity_id=row.entity_id,

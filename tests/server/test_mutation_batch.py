@@ -66,10 +66,13 @@ def without_clock(value: Any) -> Any:
 
 
 def table_state(store: Store) -> list[tuple[Any, ...]]:
-    columns = [name for name in RECORD_COLUMNS if name != "updated_at"]
+    """Each row without its clock, and with its place in the feed instead of its change
+    number (on PostgreSQL numbers carry the writing transaction's id: server/db/store.py)."""
+    columns = [name for name in RECORD_COLUMNS if name not in ("updated_at", "seq")]
     table = store.tables.WorkOrder
     fields = [getattr(table, name) for name in columns]
-    return [tuple(row) for row in table.select(*fields).order_by(table.id).tuples()]
+    rows = [tuple(row) for row in table.select(table.seq, *fields).order_by(table.seq).tuples()]
+    return sorted((*row[1:], place) for place, row in enumerate(rows))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
