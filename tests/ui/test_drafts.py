@@ -13,26 +13,11 @@ from app.store.cache import apply_server_record
 from app.store.db import WriteTransaction
 from app.store.drafts import NEW_FORM, read_draft
 from app.store.store import Store
+from tests.ui.app_driver import open_row, settle, tap
 from tests.ui.conftest import Open, Runner, add_orders
 from tests.ui.qml_driver import check_phone_layout, click, find, shows, type_into
-from ui.viewmodels.app import AppViewModel
 from ui.viewmodels.drafts import PAUSE_MS, restored_words
 from ui.viewmodels.workorders import UNSAVED_DRAFT
-
-
-def settle(run: Runner, app_vm: AppViewModel) -> None:
-    run(app_vm.wait_idle())
-    run.pause(0.05)
-
-
-def tap(run: Runner, app_vm: AppViewModel, window: Any, name: str) -> None:
-    click(window, find(window, name))
-    settle(run, app_vm)
-
-
-def open_row(run: Runner, app_vm: AppViewModel, window: Any, index: int) -> None:
-    tap(run, app_vm, window, f"workOrderRow_{index}")
-    run.until(lambda: app_vm.editor.loaded)
 
 
 def drafted(run: Runner, store: Store, key: str, field: str, text: str) -> None:

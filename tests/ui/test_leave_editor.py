@@ -11,26 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from app.store.store import Store
+from tests.ui.app_driver import open_row, settle, tap
 from tests.ui.conftest import Open, Runner, add_orders
-from tests.ui.qml_driver import check_phone_layout, click, find, screenshot, shows, type_into
+from tests.ui.qml_driver import check_phone_layout, find, screenshot, shows, type_into
 from ui.viewmodels.app import AppViewModel
 
 QUESTION = "Discard your changes to this work order?"
-
-
-def settle(run: Runner, app_vm: AppViewModel) -> None:
-    run(app_vm.wait_idle())
-    run.pause(0.05)
-
-
-def tap(run: Runner, app_vm: AppViewModel, window: Any, name: str) -> None:
-    click(window, find(window, name))
-    settle(run, app_vm)
-
-
-def open_row(run: Runner, app_vm: AppViewModel, window: Any, index: int) -> None:
-    tap(run, app_vm, window, f"workOrderRow_{index}")
-    run.until(lambda: app_vm.editor.loaded)
 
 
 def typing_in_the_first(

@@ -14,6 +14,7 @@ import pytest
 
 from app.credentials import NoKeyringError
 from app.store.store import Store
+from tests.ui.app_driver import settle
 from tests.ui.conftest import Open, Runner, add_orders, make_conflict, make_dead
 from tests.ui.qml_driver import (
     click,
@@ -27,14 +28,8 @@ from tests.ui.qml_driver import (
 from ui.main import show_page
 from ui.qt import QColor, QQuickWindow
 from ui.services import Services
-from ui.viewmodels.app import AppViewModel
 
 SIZES = [(360, 720), (1280, 800)]
-
-
-def settle(run: Runner, app_vm: AppViewModel) -> None:
-    run(app_vm.wait_idle())
-    run.pause(0.05)
 
 
 def check_layout(window: QQuickWindow) -> None:

@@ -8,15 +8,10 @@ import datetime
 from typing import Any
 
 from app.store.store import Store
+from tests.ui.app_driver import settle
 from tests.ui.conftest import Open, Runner, add_orders
 from tests.ui.qml_driver import check_phone_layout, click, find, shown_texts, shows
 from ui.qt import Qt
-from ui.viewmodels.app import AppViewModel
-
-
-def settle(run: Runner, app_vm: AppViewModel) -> None:
-    run(app_vm.wait_idle())
-    run.pause(0.05)
 
 
 def picker(window: Any) -> Any:
