@@ -118,24 +118,38 @@ async def inhibitors(logind: Mock) -> list[Any]:
     return list(await logind.ask("ListInhibitors"))
 
 
+async def guarding(device: Any) -> tuple[SleepGuard, asyncio.Task[Any]]:
+    """A SleepGuard following the device's engine, and its running task (for `ended`)."""
+    guard = SleepGuard(device.engine)
+    guard.subscribe(device.engine.events)
+    return guard, await owned(guard.run())
+
+
+def queue_meters(device: Any, count: int) -> None:
+    for n in range(count):
+        device.store.record_edit("create", None, {"title": f"Meter {n}"})
+
+
+async def until_held(logind: Mock) -> None:
+    """Until logind lists one inhibitor (the guard took it for a flush)."""
+
+    async def held() -> bool:
+        return len(await inhibitors(logind)) == 1
+
+    await eventually(held, 10)
+
+
 async def test_a_flush_holds_a_delay_inhibitor_released_at_idle(
     dbus: PrivateBus, running: Any
 ) -> None:
     logind = dbus.mock("logind")
     transport = Watched(hold_s=1.0)
     device = running(transport, batch_size=5)
-    for n in range(10):
-        device.store.record_edit("create", None, {"title": f"Meter {n}"})
-    guard = SleepGuard(device.engine)
-    guard.subscribe(device.engine.events)
-    task = await owned(guard.run())
+    queue_meters(device, 10)
+    guard, task = await guarding(device)
     try:
         await device.start()
-
-        async def held() -> bool:
-            return len(await inhibitors(logind)) == 1
-
-        await eventually(held, 10)
+        await until_held(logind)
         ((what, who, why, mode, _, _),) = await inhibitors(logind)
         assert (what, who, mode) == ("sleep", "Fieldsync", "delay")
         assert why == "Sending changes to the server"
@@ -156,18 +170,11 @@ async def test_prepare_for_sleep_lets_go_and_waking_probes_within_two_seconds(
     logind = dbus.mock("logind")
     transport = Watched(hold_s=0.5)
     device = running(transport, batch_size=1, connectivity=LONG_PROBES)
-    for n in range(20):
-        device.store.record_edit("create", None, {"title": f"Meter {n}"})
-    guard = SleepGuard(device.engine)
-    guard.subscribe(device.engine.events)
-    task = await owned(guard.run())
+    queue_meters(device, 20)
+    guard, task = await guarding(device)
     try:
         await device.start()
-
-        async def held() -> bool:
-            return len(await inhibitors(logind)) == 1
-
-        await eventually(held, 10)
+        await until_held(logind)
         await logind.emit("PrepareForSleep", "b", [Variant("b", True)])
 
         async def let_go() -> bool:
@@ -280,9 +287,7 @@ async def test_a_retry_that_fell_due_during_the_sleep_runs_at_wake(
         "UPDATE jobs SET attempt_count = 1, next_attempt_at = ? WHERE id = ?",
         (time.time() + 3600, job.job_id),
     )
-    guard = SleepGuard(device.engine)
-    guard.subscribe(device.engine.events)
-    task = await owned(guard.run())
+    guard, task = await guarding(device)
     try:
         await device.start()
         await asyncio.sleep(1.0)
