@@ -82,17 +82,22 @@ class Mock:
         self.name, self.path, self.interface, self.system = TEMPLATES[template]
 
     async def _call(
-        self, member: str, signature: str = "", body: list[Any] | None = None, path: str = ""
+        self,
+        member: str,
+        signature: str = "",
+        body: list[Any] | None = None,
+        path: str = "",
+        interface: str = MOCK_IFACE,
     ) -> list[Any]:
-        bus = await MessageBus(
-            bus_type=BusType.SYSTEM if self.system else BusType.SESSION
-        ).connect()
+        """One call on the mock's bus (dbusmock's own interface unless told), its reply body."""
+        kind = BusType.SYSTEM if self.system else BusType.SESSION
+        bus = await MessageBus(bus_type=kind).connect()
         try:
             reply = await bus.call(
                 Message(
                     destination=self.name,
                     path=path or self.path,
-                    interface=MOCK_IFACE,
+                    interface=interface,
                     member=member,
                     signature=signature,
                     body=body or [],
@@ -106,24 +111,8 @@ class Mock:
 
     async def ask(self, member: str, signature: str = "", body: list[Any] | None = None) -> Any:
         """Call a method of the mocked service itself (logind's ListInhibitors...)."""
-        kind = BusType.SYSTEM if self.system else BusType.SESSION
-        bus = await MessageBus(bus_type=kind).connect()
-        try:
-            reply = await bus.call(
-                Message(
-                    destination=self.name,
-                    path=self.path,
-                    interface=self.interface,
-                    member=member,
-                    signature=signature,
-                    body=body or [],
-                )
-            )
-        finally:
-            bus.disconnect()
-        assert reply is not None
-        assert reply.message_type != MessageType.ERROR, reply.body
-        return reply.body[0] if reply.body else None
+        reply = await self._call(member, signature, body, interface=self.interface)
+        return reply[0] if reply else None
 
     async def mock_method(
         self, member: str, signature: str = "", body: list[Any] | None = None
