@@ -315,20 +315,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args, db_url)
     store = open_store(db_url)
     try:
-        if args.command in USER_COMMANDS:
-            action, run = USER_COMMANDS[args.command]
-            try:
-                return run(store, args)
-            except ValueError as error:  # a name, role or password the rules refuse
-                print(f"cannot {action} user: {error}", file=sys.stderr)
-                return 2
-        if args.command in _PERSON_COMMANDS:
-            action, run = _PERSON_COMMANDS[args.command]
-            try:
-                return run(store, args)
-            except ValueError as error:  # a name, user or team the rules refuse
-                print(f"cannot {action} device: {error}", file=sys.stderr)
-                return 2
+        for commands, noun in ((USER_COMMANDS, "user"), (_PERSON_COMMANDS, "device")):
+            if args.command in commands:
+                action, run = commands[args.command]
+                try:
+                    return run(store, args)
+                except ValueError as error:  # a name, role, password, user or team refused
+                    print(f"cannot {action} {noun}: {error}", file=sys.stderr)
+                    return 2
         if args.command == "revoke-device":
             if not revoke_device(store, args.name):
                 print(f"no active device named {args.name!r}", file=sys.stderr)
