@@ -10,15 +10,15 @@ Every route under `/v1/` declares its action (`declare` in server/http.py) and a
 What a worker may reach depends on the server's mode (`Settings.worker_search`):
 
 - `all` (the default): every work order of the organisation, to read, write, attach to and
-  remove files from; its feed is still its scope (server/scope.py).
+  remove files from; its feed is still its scope (server/scope/).
 - `scope`: only the work orders in its scope now (assignee, team, creator, pin). Everything
   else is hidden on every route, with one exception that keeps legitimate edits: a work order
-  the device *held* (server/held.py records each version the server sent it) may still be
+  the device *held* (server/scope/held.py records each version the server sent it) may still be
   written, deleted, attached to, stripped of a file or sent to review, with a base version no
   newer than the newest it was sent, and the 409 `current` it needs to merge that one work
   order is sent to it. Reading it again (record, files, pin) is not: it left.
 
-An admin (and a worker from before scopes, see server/scope_legacy.py) reaches everything.
+An admin (and a worker from before scopes, see server/scope/legacy.py) reaches everything.
 Uploads and conflicts belong to the device that made them (an admin reads every conflict).
 """
 
@@ -140,7 +140,7 @@ class Order:
     row: Mapping[str, Any] | None
     #: The device's user pinned it.
     pinned: bool = False
-    #: The newest version the server sent this device (server/held.py), None if never.
+    #: The newest version the server sent this device (server/scope/held.py), None if never.
     held: int | None = None
     #: The version the request's change is based on (None: a create, or no version).
     base_version: int | None = None

@@ -1,7 +1,7 @@
 """Asking the access rule (server/access.py) with the facts the database holds, for one device.
 
 A `Gate` is made per request. It loads what `decide` needs about a work order (the user's
-pin, the version the device was sent: server/held.py) only when the answer can depend on it,
+pin, the version the device was sent: server/scope/held.py) only when the answer can depend on it,
 so a server in `all` mode, an admin or a legacy worker pays nothing; `enforce` turns a
 refusal into the reply every route gives for it.
 """

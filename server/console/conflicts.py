@@ -3,7 +3,7 @@
 Field by field: the device's value beside the server's (and the value before, when the
 server knows it: the record it held at the device's base version); keep one, or type
 another; or dismiss. Deciding goes through the same domain code as `POST /v1/conflicts/…`
-(server/conflicts.py): the merged fields become an ordinary change in the feed, the
+(server/records/conflicts.py): the merged fields become an ordinary change in the feed, the
 conflict closes and the audit entry is written in one transaction, and the device hears
 the outcome on its next pull.
 """

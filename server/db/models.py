@@ -212,7 +212,7 @@ class ScopeEntry(_Base):
 
     key = pw.CharField(max_length=210)
     #: A work order's id, or `f:` + an attachment's (its own changes, under its work order's
-    #: keys; a key space of its own, server/scope.py `FILE`).
+    #: keys; a key space of its own, server/scope/keys.py `FILE`).
     entity_id = pw.CharField(max_length=38)
     seq = pw.BigIntegerField()
     present = pw.BooleanField()
@@ -223,7 +223,7 @@ class ScopeEntry(_Base):
 
 
 class HeldRecord(_Base):
-    """The newest version of a work order the server sent one device (server/held.py): what
+    """The newest version of a work order the server sent one device (server/scope/held.py): what
     lets an edit made while it was in the device's scope through after it left."""
 
     device_id = pw.IntegerField()

@@ -4,7 +4,7 @@ Before it, an attachment's entries in `scope_entry` were keyed `(key, attachment
 same space as a work order's `(key, work order id)`. An upload whose `attachment_id` equalled
 an existing work order's id overwrote that work order's rows with absent ones: devices of
 its team installed afterwards never received it, and devices holding it were never told it
-left. Entries of attachments now carry `f:` before the id (server/scope.py `FILE`).
+left. Entries of attachments now carry `f:` before the id (server/scope/keys.py `FILE`).
 
 This step moves the existing ones there, and repairs each work order an attachment collided
 with: its rows and the attachment's (which cannot be told apart any more) are dropped, both
