@@ -1,8 +1,9 @@
 """Audit (`/console/audit`): who did what and when, from the console and from the devices.
 
-Three sources, merged newest first: the console's own log (office users' changes), the review
-queue's log (conflicts raised by devices, decided by admins), and the attachments devices
-added and removed. Filtered by who, what and a time range; exported as CSV.
+Four sources, merged newest first: the console's own log (office users' changes), the review
+queue's log (conflicts raised by devices, decided by admins), the work-order changes devices
+made (the change log, server/records/history.py) and the attachments devices added and
+removed. Filtered by who, what and a time range; exported as CSV.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def audit_entries(
         )  # fmt: skip
         for row in cast(list[dict[str, Any]], decisions.dicts())
     ]
+    found += _device_edits(state, who=who, action=action, since=since, until=until, limit=limit)
     files = state.store.tables.Attachment
     for column, who_column, verb in (
         (files.created_at, files.created_by, "attachment.add"),
@@ -100,6 +102,30 @@ def audit_entries(
         ]  # fmt: skip
     found = [e for e in found if (not since or e.at >= since) and (not until or e.at <= until)]
     return sorted(found, key=lambda entry: entry.at, reverse=True)[:limit]
+
+
+def _device_edits(
+    state: ConsoleState, *, who: str, action: str, since: str, until: str, limit: int
+) -> list[AuditEntry]:
+    """Work-order changes devices made, from the change log (the console's own are above)."""
+    log = state.store.tables.WorkOrderChange
+    query = (
+        log.select().where(log.source == "device").order_by(log.at.desc(), log.id.desc())
+        .limit(limit)
+    )  # fmt: skip
+    if who:
+        query = query.where(log.actor.contains(who) | log.device.contains(who))
+    if action:
+        query = query.where(("work_order." + log.kind).contains(action))
+    if since:
+        query = query.where(log.at >= since)
+    if until:
+        query = query.where(log.at <= until)
+    return [
+        AuditEntry(row.at, f"{row.actor} ({row.device})" if row.device else row.actor, "device",
+                   f"work_order.{row.kind}", row.entity_id, row.fields)
+        for row in query
+    ]  # fmt: skip
 
 
 @router.get("/audit", response_class=HTMLResponse)

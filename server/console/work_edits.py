@@ -14,6 +14,7 @@ from typing import Any
 from server.console.audit_log import note
 from server.console.sessions import ConsoleState, Visit
 from server.db.idempotency import Reply
+from server.records.history import Author
 from server.records.mutations import InvalidMutation, apply_mutation, validate_mutation
 
 __all__ = ["EditRefused", "actor_name", "create_work_order", "edit_work_order", "reassign"]
@@ -57,7 +58,12 @@ def _apply(state: ConsoleState, visit: Visit, raw: dict[str, Any], action: str) 
         raise EditRefused(_words(error.detail), 422) from None
     with state.store.write_transaction() as sequence:
         reply = apply_mutation(
-            state.store, mutation, actor_name(visit), sequence, creator=visit.user.name
+            state.store,
+            mutation,
+            actor_name(visit),
+            sequence,
+            creator=visit.user.name,
+            author=Author(visit.user.name, "console"),
         )
         if reply.status not in (200, 201):
             raise _refusal(reply)
@@ -109,7 +115,12 @@ def reassign(
     with state.store.write_transaction() as sequence:
         for mutation in mutations:
             reply = apply_mutation(
-                state.store, mutation, actor_name(visit), sequence, creator=visit.user.name
+                state.store,
+                mutation,
+                actor_name(visit),
+                sequence,
+                creator=visit.user.name,
+                author=Author(visit.user.name, "console"),
             )
             if reply.status != 200:
                 # The whole reassignment rolls back: half of a bulk change is a surprise.

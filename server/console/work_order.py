@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.records import EDITABLE_FIELDS
+from server.console.change_words import change_history
 from server.console.render import iso_at, page
 from server.console.sessions import SignedIn, Visit, checked_form, console_state
 from server.console.work_edits import EditRefused, create_work_order, edit_work_order
@@ -35,7 +36,8 @@ def _fields_of(form: Any) -> dict[str, Any]:
 
 
 def _history(request: Request, entity_id: str) -> list[dict[str, Any]]:
-    """Who changed what and when: the console's entries and the review queue's, oldest first."""
+    """The console's own entries and the review queue's, newest first (the change log's,
+    field by field, are `changes`)."""
     state = console_state(request)
     audit, conflicts, decisions = (
         state.tables.Audit, state.store.tables.Conflict, state.store.tables.ConflictAudit,
@@ -49,7 +51,7 @@ def _history(request: Request, entity_id: str) -> list[dict[str, Any]]:
     for row in decisions.select().where(decisions.conflict_id.in_(raised)):
         entries.append({"at": row.at, "who": row.actor, "what": f"conflict.{row.action}",
                         "detail": json.loads(row.chosen)})  # fmt: skip
-    return sorted(entries, key=lambda entry: str(entry["at"]))
+    return sorted(entries, key=lambda entry: str(entry["at"]), reverse=True)
 
 
 def _detail(
@@ -73,6 +75,7 @@ def _detail(
             "record": record,
             "values": {**record, **(typed or {})},
             "files": files,
+            "changes": change_history(state.store, entity_id),
             "history": _history(request, entity_id),
             "statuses": STATUSES,
             "priorities": PRIORITIES,

@@ -24,6 +24,7 @@ __all__ = [
     "ScopeEntry",
     "Tables",
     "Upload",
+    "WorkOrderChange",
     "WorkOrderRow",
     "bind_models",
 ]
@@ -103,6 +104,28 @@ class WorkOrderRow(_Base):
 
     class Meta:
         table_name = "work_order"
+
+
+class WorkOrderChange(_Base):
+    """One applied change of a work order (server/records/history.py): its new version, when,
+    who (`actor`, the person; `device` and `device_id` when it came from one), the way in
+    (`source`: device, console or conflict), `kind` (create, update, delete) and `fields`,
+    JSON `{name: [before, after]}`."""
+
+    id = pw.AutoField()
+    entity_id = pw.CharField(max_length=36)
+    version = pw.IntegerField()
+    at = pw.CharField(max_length=40, index=True)
+    device_id = pw.IntegerField(null=True)
+    device = pw.CharField(max_length=100, default="")
+    actor = pw.CharField(max_length=200)
+    source = pw.CharField(max_length=16)
+    kind = pw.CharField(max_length=16)
+    fields = pw.TextField()
+
+    class Meta:
+        table_name = "work_order_change"
+        indexes = ((("entity_id", "version"), False),)
 
 
 class ChangeCounter(_Base):
@@ -279,6 +302,7 @@ class Tables:
     Device: type[Device]
     DeviceStatus: type[DeviceStatus]
     WorkOrder: type[WorkOrderRow]
+    WorkOrderChange: type[WorkOrderChange]
     ChangeCounter: type[ChangeCounter]
     IdempotencyKey: type[IdempotencyKey]
     Conflict: type[Conflict]
@@ -297,6 +321,7 @@ class Tables:
             self.Device,
             self.DeviceStatus,
             self.WorkOrder,
+            self.WorkOrderChange,
             self.ChangeCounter,
             self.IdempotencyKey,
             self.Conflict,
@@ -316,6 +341,7 @@ def bind_models(database: pw.Database) -> Tables:
         Device=_bound(Device, database),
         DeviceStatus=_bound(DeviceStatus, database),
         WorkOrder=_bound(WorkOrderRow, database),
+        WorkOrderChange=_bound(WorkOrderChange, database),
         ChangeCounter=_bound(ChangeCounter, database),
         IdempotencyKey=_bound(IdempotencyKey, database),
         Conflict=_bound(Conflict, database),

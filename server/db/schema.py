@@ -106,6 +106,12 @@ def _step5_conflict_base(db: pw.Database, tables: Tables) -> None:
     _add_missing(db, tables.Conflict._meta.table_name, {"base": pw.TextField(null=True)})
 
 
+def _step6_work_order_changes(db: pw.Database, tables: Tables) -> None:
+    """The change log of work orders (server/records/history.py), for the console's history
+    and audit; work orders from before it have no entries for their earlier changes."""
+    tables.WorkOrderChange.create_table(safe=True)
+
+
 #: (number, step) in order. Append only; never edit a released step. Numbers need not be
 #: contiguous: each step is applied once, whichever landed first.
 STEPS: list[tuple[int, Step]] = [
@@ -114,6 +120,7 @@ STEPS: list[tuple[int, Step]] = [
     (3, _step3_devices_before_scopes),
     (4, _step4_covering_feed_index),
     (5, _step5_conflict_base),
+    (6, _step6_work_order_changes),
     (20, separate_file_entries),
 ]
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from server.db.idempotency import Reply
 from server.db.store import ChangeSequence, Store
+from server.records.history import Author, changed_fields, created_fields, log_entry, write_log
 from server.records.mutations import (
     WIRE_FIELDS,
     ValidMutation,
@@ -53,9 +54,13 @@ def apply_mutation_batch(
     *,
     creator: str,
     gate: Gate | None = None,
+    author: Author | None = None,
 ) -> list[Reply]:
     """Apply `mutations` in order inside a write transaction; one reply per mutation
-    (`creator` and `gate`: as for `apply_mutation`; each item asks the gate on its own)."""
+    (`creator`, `gate` and `author`: as for `apply_mutation`; each item asks the gate on its
+    own); the change log gets one entry per applied item, in multi-row INSERTs."""
+    author = author or Author(creator, "device", None, device_name)
+    log: list[tuple[Any, ...]] = []
     loaded = _load(store, {mutation.entity_id for mutation in mutations})
     if gate is not None:
         gate.load(loaded)
@@ -79,6 +84,7 @@ def apply_mutation_batch(
                 **stamp(1, device_name, sequence),
             }
             status = 201
+            fields = created_fields(record)
         elif current is None:
             replies.append(Reply(404, {"error": "not_found"}))
             continue
@@ -92,6 +98,8 @@ def apply_mutation_batch(
                 **stamp(current["version"] + 1, device_name, sequence),
             }
             status = 200
+            fields = changed_fields(current, record)
+        log.append(log_entry(author, record["id"], record["version"], record["updated_at"], fields))
         records[mutation.entity_id] = record
         written[mutation.entity_id] = None
         replies.append(Reply(status, {"record": record_columns_json(record)}))
@@ -105,6 +113,7 @@ def apply_mutation_batch(
     ]
     _insert(store, created)
     _update(store, updated)
+    write_log(store, log)
     if gate is not None:
         gate.flush()
     return replies

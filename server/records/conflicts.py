@@ -16,6 +16,7 @@ from server.auth import AuthenticatedDevice
 from server.db.idempotency import Reply
 from server.db.models import Conflict
 from server.db.store import ChangeSequence, Store
+from server.records.history import Author
 from server.records.mutations import conflict_reply, now_iso, record_json, update_record
 
 if TYPE_CHECKING:
@@ -154,7 +155,8 @@ def _decide(
             return Reply(404, {"error": "not_found"})
         if current.version != base_version:
             return conflict_reply(current)
-        applied = update_record(store, current, fields, admin.name, sequence)
+        author = Author.deciding(admin)
+        applied = update_record(store, current, fields, admin.name, sequence, author)
         if applied.status != 200:
             return applied
         record = applied.body["record"]

@@ -23,6 +23,7 @@ from server.access import Action, Allowed
 from server.db.idempotency import Reply
 from server.db.models import WorkOrderRow
 from server.db.store import ChangeSequence, Store
+from server.records.history import Author, changed_fields, created_fields, log_entry, write_log
 from server.wire import Mutation, check_wire_fields, wire_entity_id
 
 if TYPE_CHECKING:
@@ -146,13 +147,16 @@ def apply_mutation(
     *,
     creator: str,
     gate: Gate | None = None,
+    author: Author | None = None,
 ) -> Reply:
     """Apply inside a write transaction; the reply is what the device gets (and what is stored).
 
     `creator` is the user of the device (a created work order stays in its scope); `gate`
     asks the access rule (server/access.py) whether the device may write an existing work
-    order, which it may not see otherwise, and remembers what the reply sends it."""
-    reply = _apply(store, mutation, device_name, sequence, creator, gate)
+    order, which it may not see otherwise, and remembers what the reply sends it. `author`
+    goes into the change log (by default the creator on the device named `device_name`)."""
+    author = author or Author(creator, "device", None, device_name)
+    reply = _apply(store, mutation, device_name, sequence, creator, gate, author)
     if gate is not None:
         gate.sent_reply(reply.body)
         gate.flush()
@@ -166,6 +170,7 @@ def _apply(
     sequence: ChangeSequence,
     creator: str,
     gate: Gate | None,
+    author: Author,
 ) -> Reply:
     table = store.tables.WorkOrder
     current = _get(store, mutation.entity_id)
@@ -189,12 +194,14 @@ def _apply(
             if raced is None:
                 raise
             return conflict_reply(raced)
+        at = values["updated_at"]
+        write_log(store, [log_entry(author, mutation.entity_id, 1, at, created_fields(values))])
         return Reply(201, {"record": record_json(table(**values))})
     if current is None:
         return Reply(404, {"error": "not_found"})
     if current.version != mutation.base_version:
         return conflict_reply(current)
-    return update_record(store, current, mutation.fields, device_name, sequence)
+    return update_record(store, current, mutation.fields, device_name, sequence, author)
 
 
 def writable(
@@ -229,8 +236,10 @@ def update_record(
     fields: dict[str, Any],
     device_name: str,
     sequence: ChangeSequence,
+    author: Author,
 ) -> Reply:
-    """Write `fields` over `current` as version+1 (a compare-and-set on the version)."""
+    """Write `fields` over `current` as version+1 (a compare-and-set on the version), and
+    log the change as `author`'s."""
     table = store.tables.WorkOrder
     changes = {**editable(fields), **stamp(current.version + 1, device_name, sequence)}
     changed = (
@@ -240,6 +249,10 @@ def update_record(
     )
     if not changed:
         return conflict_reply(_require(store, current.id))
+    before = {name: getattr(current, name) for name in changes}
+    fields_changed = changed_fields(before, changes)
+    entry = log_entry(author, current.id, changes["version"], changes["updated_at"], fields_changed)
+    write_log(store, [entry])
     for name, value in changes.items():
         setattr(current, name, value)
     return Reply(200, {"record": record_json(current)})

@@ -37,6 +37,7 @@ from server.openapi.answers import (
     error_responses,
 )
 from server.records.batch import apply_mutation_batch
+from server.records.history import Author
 from server.records.mutations import (
     InvalidMutation,
     ValidMutation,
@@ -93,7 +94,13 @@ def _call(
 ) -> IdempotentCall:
     def effect(sequence: ChangeSequence) -> Reply:
         return apply_mutation(
-            context.store, mutation, device.name, sequence, creator=device.user, gate=gate
+            context.store,
+            mutation,
+            device.name,
+            sequence,
+            creator=device.user,
+            gate=gate,
+            author=Author.of_device(device),
         )
 
     return IdempotentCall(key, request_hash(_KIND, mutation.canonical()), effect)
@@ -183,7 +190,13 @@ def post_batch(context: Context, device: CurrentDevice, batch: BatchRequest) -> 
         chosen = [mutations[position] for position in claimed]
         try:
             return apply_mutation_batch(
-                context.store, chosen, device.name, sequence, creator=device.user, gate=gate
+                context.store,
+                chosen,
+                device.name,
+                sequence,
+                creator=device.user,
+                gate=gate,
+                author=Author.of_device(device),
             )
         except Exception:
             gate.forget_pending()  # rolled back: the items are applied one by one instead

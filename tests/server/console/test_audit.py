@@ -40,7 +40,8 @@ def test_who_did_what_from_the_console_and_from_devices(
     assert export.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(export.text)))
     assert {(row["who"], row["action"]) for row in rows} == {
-        ("ada", "device.add"), ("ada", "device.revoke"), ("phone-1", "conflict.raised")
+        ("ada", "device.add"), ("ada", "device.revoke"), ("phone-1", "conflict.raised"),
+        ("ana (phone-1)", "work_order.create"),
     }  # fmt: skip
     assert all(not row["detail"].count("fst_") for row in rows)
 
