@@ -111,3 +111,36 @@ def test_an_older_postgres_database_gets_the_covering_feed_index(
     url = postgres.create_database("fieldsync_covering_index")
     _as_before_the_covering_index(url)
     assert _feed_indexes(url) == {"scope_entry_key_seq_entity_id": ["key", "seq", "entity_id"]}
+
+
+def test_an_older_database_gets_the_change_log(db_url: str) -> None:
+    store = open_store(db_url)
+    try:
+        store.db.execute_sql('DROP TABLE "work_order_change"')
+        steps = store.tables.SchemaStep
+        steps.delete().where(steps.step == 6).execute()
+        assert not store.db.table_exists("work_order_change")
+    finally:
+        store.close()
+    with start_server(db_url) as server:
+        assert server.store.db.table_exists("work_order_change")
+        indexes = {
+            tuple(index.columns) for index in server.store.db.get_indexes("work_order_change")
+        }
+        assert ("entity_id", "version") in indexes
+        phone = ServerApi(server.base_url, server.add_device("phone-1", user="ana"))
+        try:
+            record = phone.create(title="Pump")
+            assert phone.update(record["id"], 1, title="Pump seal").status_code == 200
+        finally:
+            phone.close()
+        log = server.store.tables.WorkOrderChange
+        assert [(row.kind, row.device) for row in log.select().order_by(log.version)] == [
+            ("create", "phone-1"), ("update", "phone-1"),
+        ]  # fmt: skip
+    store = open_store(db_url)  # a second start finds every step applied
+    try:
+        steps = store.tables.SchemaStep
+        assert steps.get_or_none(steps.step == 6) is not None
+    finally:
+        store.close()
