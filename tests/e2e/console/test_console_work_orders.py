@@ -60,6 +60,10 @@ def test_bulk_reassign_and_the_phones_scopes_follow(
 
         page.get_by_role("link", name="Pump A").click()
         expect(page.locator("ol.history")).to_contain_text("work_order.reassign")
+        changes = page.get_by_role("list", name="Changes, newest first")
+        expect(changes).to_contain_text("Changed by ada, from the console (version 2)")
+        expect(changes).to_contain_text("Assignee: ana → bo")
+        expect(changes).to_contain_text("Created by office on office, from the device")
         screenshot(page, "work-order")
     finally:
         ana.close()
