@@ -30,12 +30,16 @@ def _value(value: Any) -> str:
 
 
 def field_words(fields: dict[str, list[Any]]) -> list[str]:
-    """`["Status: open → done", …]` in the form's order of fields."""
-    return [
-        f"{label}: {_value(fields[name][0])} → {_value(fields[name][1])}"
-        for name, label in FIELD_LABELS.items()
-        if name in fields
-    ]
+    """`["Status: open → done", …]` in the form's order of fields; a field that reads the
+    same before and after (a create's blank notes: `None` → "") says nothing and is left out."""
+    words = []
+    for name, label in FIELD_LABELS.items():
+        if name not in fields:
+            continue
+        before, after = (_value(value) for value in fields[name])
+        if before != after:
+            words.append(f"{label}: {before} → {after}")
+    return words
 
 
 def change_history(store: Store, entity_id: str) -> list[dict[str, Any]]:

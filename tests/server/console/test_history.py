@@ -77,6 +77,8 @@ def test_a_devices_update_and_its_replay_are_logged_once_with_before_and_after(
     assert "Status: open → done" in page
     assert "Created</strong> by ana on ana-phone, from the device (version 1)" in page
     assert page.index("Status: open → done") < page.index("Title: (empty) → Pump")  # newest first
+    # The create's blank fields (site, notes, ...) were empty before and after: no line says so.
+    assert "(empty) → (empty)" not in page
 
 
 def test_a_batchs_items_are_logged_in_order_and_a_replayed_batch_adds_nothing(
