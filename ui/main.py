@@ -42,6 +42,7 @@ from ui.embedded import (
 from ui.qt import QApplication, QNetworkInformation, QQmlApplicationEngine, connect
 from ui.screenshot import SHOTS, show_page, take_screenshots
 from ui.services import Services
+from ui.single_instance import SingleInstance
 from ui.viewmodels.app import AppViewModel
 from ui.viewmodels.settings import load_sync_on_metered
 from ui.window import load_window, set_style
@@ -120,10 +121,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     asyncio.set_event_loop(loop)
     crash.install(loop)
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    instance = SingleInstance(data_dir)
+    if not args.screenshot and not instance.acquire():
+        return _show_running(instance, args.open)
     try:
         store = Store(data_dir)
     except StoreError as exc:
         print(f"fieldsync-gui: {exc}", file=sys.stderr)
+        instance.release()
         return 1
     executor = StoreExecutor()
     try:
@@ -131,12 +136,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.screenshot:
             code = loop.run_until_complete(take_screenshots(args, store, executor))
         else:
-            code = loop.run_until_complete(_run(app, args, store, executor))
+            code = loop.run_until_complete(_run(app, args, store, executor, instance))
         return code
     except EmbeddedServerUnavailable as exc:
         print(f"fieldsync-gui: {exc}", file=sys.stderr)
         return 2
     finally:
+        instance.release()
         executor.shutdown()
         store.close()
         asyncio.set_event_loop(None)
@@ -144,8 +150,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             loop.close()
 
 
+def _show_running(instance: SingleInstance, target: str) -> int:
+    """Another start runs on this data directory: show its window (at `target`) instead."""
+    if instance.forward(target):
+        print(f"fieldsync-gui: already running on {instance.data_dir}; showed its window")
+        return 0
+    print(
+        f"fieldsync-gui: another fieldsync-gui (process {instance.holder()}) holds "
+        f"{instance.data_dir} and did not answer; close it, or start with another --data-dir",
+        file=sys.stderr,
+    )
+    return 3
+
+
 async def _run(
-    app: QApplication, args: argparse.Namespace, store: Store, executor: StoreExecutor
+    app: QApplication,
+    args: argparse.Namespace,
+    store: Store,
+    executor: StoreExecutor,
+    instance: SingleInstance,
 ) -> int:
     from app.credentials import CredentialsError, get_token
     from app.sync.engine import SyncConfig, SyncEngine
@@ -200,6 +223,7 @@ async def _run(
     elif args.open:
         app_vm.openTarget(args.open)
     notifier = desktop_notifier(store, executor, bus, app_vm, window)
+    instance.serve(lambda target: show_window(app_vm, window, target))
 
     closed = asyncio.Event()
     app.setQuitOnLastWindowClosed(False)
@@ -251,15 +275,20 @@ def desktop_notifier(
     async def enabled() -> bool:
         return await executor.run(load_notifications_enabled, store)
 
-    def on_action(target: str) -> None:
-        app_vm.openTarget(target)
-        window.show()
-        # Not raise(): Wayland compositors (a phone's) refuse it; activation is the request.
-        window.requestActivate()
-
-    notifier = Notifier(enabled=enabled, on_action=on_action)
+    notifier = Notifier(
+        enabled=enabled, on_action=lambda target: show_window(app_vm, window, target)
+    )
     notifier.subscribe(bus)
     return notifier
+
+
+def show_window(app_vm: Any, window: Any, target: str) -> None:
+    """Bring the window up at `target` (a notification's action, or another start's)."""
+    if target:
+        app_vm.openTarget(target)
+    window.show()
+    # Not raise(): Wayland compositors (a phone's) refuse it; activation is the request.
+    window.requestActivate()
 
 
 def stop_on_signals(closed: asyncio.Event) -> None:

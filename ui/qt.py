@@ -33,13 +33,14 @@ from PySide6.QtCore import (
     qInstallMessageHandler,
 )
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPalette
+from PySide6.QtNetwork import QLocalServer, QLocalSocket
 from PySide6.QtQml import QQmlApplicationEngine, QQmlEngine
 from PySide6.QtQuick import QQuickItem, QQuickWindow
 from PySide6.QtQuickControls2 import QQuickStyle
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-try:  # QtNetwork is part of PySide6-Essentials, but a trimmed build may lack it.
+try:  # QNetworkInformation is newer than the rest of QtNetwork; a trimmed build may lack it.
     from PySide6.QtNetwork import QNetworkInformation
 except ImportError:  # pragma: no cover
     QNetworkInformation = None  # type: ignore[assignment,misc]
@@ -92,6 +93,8 @@ __all__ = [
     "QEventLoopFlags",
     "QFont",
     "QGuiApplication",
+    "QLocalServer",
+    "QLocalSocket",
     "QImage",
     "QMessageBox",
     "QMetaObject",

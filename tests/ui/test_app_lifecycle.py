@@ -24,6 +24,7 @@ from app.executor import StoreExecutor
 from server.auth import list_devices
 from server.db.store import open_store
 from tests.ui.conftest import Runner
+from tests.ui.test_single_instance import second_start
 from ui import crash
 from ui.embedded import embedded_account, start_embedded_server
 from ui.qt import QApplication, QMessageBox, QTimer
@@ -214,6 +215,17 @@ class Output:
         raise AssertionError(f"no {needle!r} within {timeout} s; got:\n" + "\n".join(self.lines))
 
 
+def _start_again_shows_this_window(data_dir: Path, out: Output) -> None:
+    """The launcher tapped again while the program runs: the second start shows this one's
+    window at its page and exits, with no engine or embedded server of its own."""
+    done = second_start(data_dir, "--open", "dead")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"already running on {data_dir}; showed its window" in done.stdout
+    assert "embedded sync server" not in done.stdout + done.stderr
+    out.wait_for("another start asked to show the window at dead", 10)
+    assert sum("embedded sync server on" in line for line in out.lines) == 1
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
 def test_signal_stops_engine_and_embedded_server_cleanly(tmp_path: Path, signum: int) -> None:
     proc = _start_gui(tmp_path / "data")
@@ -221,6 +233,8 @@ def test_signal_stops_engine_and_embedded_server_cleanly(tmp_path: Path, signum:
     try:
         out.wait_for("fieldsync-gui running", 60)
         assert any("embedded sync server on http://127.0.0.1:" in line for line in out.lines)
+        if signum == signal.SIGTERM:
+            _start_again_shows_this_window(tmp_path / "data", out)
         proc.send_signal(signum)
         out.wait_for("fieldsync-gui stopped", 30)
         assert proc.wait(15) == 0
