@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from server.admission.middleware import AdmissionMiddleware, admission_for
 from server.console.mount import mount_console
 from server.db.idempotency import abandon_claims, prune_expired
 from server.db.store import open_store
@@ -124,6 +125,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.server = context
     install_error_handlers(app)
+    admission = admission_for(settings)
+    if admission is not None:  # inside the correlation middleware: refusals are logged too
+        app.add_middleware(AdmissionMiddleware, admission=admission)
     app.add_middleware(CorrelationMiddleware, settings=settings)
     app.include_router(mutations.router)
     app.include_router(changes.router)

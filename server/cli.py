@@ -2,6 +2,7 @@
 
     fieldsync-server serve --db URL --host 127.0.0.1 --port 8750 [--workers 4]
                            [--rate-limit-scope auto|database|process] [--worker-search all|scope]
+                           [--max-in-flight 16] [--max-queued 64]
                            [--attachments-dir DIR] [--max-upload-mib 100]
                            [--device-unfinished-mib 1024] [--user-stored-mib 20480]
                            [--min-free-disk-mib 512]
@@ -117,6 +118,19 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="where the buckets live: the database (shared by every process on it) or each"
         " process; auto: the database on PostgreSQL or with --workers above 1",
+    )
+    serve.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=defaults.max_in_flight_requests,
+        help="device requests each process works on at once (0: no bound); more wait or"
+        " are answered 429 with Retry-After",
+    )
+    serve.add_argument(
+        "--max-queued",
+        type=int,
+        default=defaults.max_queued_requests,
+        help="device requests each process lets wait for a turn (the rest: 429)",
     )
     serve.add_argument(
         "--worker-search",
@@ -243,6 +257,8 @@ def _serve(args: argparse.Namespace, db_url: str) -> int:
         rate_limit_per_second=args.rate_limit_per_second,
         rate_limit_shared=_shared_limit(args),
         worker_search=args.worker_search,
+        max_in_flight_requests=args.max_in_flight,
+        max_queued_requests=args.max_queued,
         idempotency_retention_seconds=args.key_retention_days * _DAY,
         attachments_dir=args.attachments_dir,
         attachment_content_types=tuple(

@@ -57,6 +57,14 @@ class Settings:
     #: each process's memory (False); None: in the database on PostgreSQL, in memory on SQLite
     #: (a single process, where a write per request would only wait on the writers' lock).
     rate_limit_shared: bool | None = None
+    #: Admission (server/admission/): device requests one process works on at once (each
+    #: holds a database connection; 0: no bound), how many more may wait for a turn and for
+    #: how long; every other one is answered 429 with a `Retry-After` of at most
+    #: `busy_retry_after_max_seconds`.
+    max_in_flight_requests: int = 16
+    max_queued_requests: int = 64
+    queue_wait_seconds: float = 2.0
+    busy_retry_after_max_seconds: int = 30
     #: How often the background pruner deletes expired idempotency keys.
     prune_interval_seconds: float = 3600.0
     #: Where attachment files live (content-addressed) and unfinished uploads wait; None puts

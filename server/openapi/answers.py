@@ -258,7 +258,9 @@ class PayloadTooLarge(BaseModel):
 
 
 class RateLimited(BaseModel):
-    error: Literal["rate_limited"]
+    #: `rate_limited`: this device asked too often; `server_busy`: the server process is
+    #: working on all it may at once (server/admission/).
+    error: Literal["rate_limited", "server_busy"]
 
 
 def _retry_after(meaning: str) -> dict[str, Any]:
@@ -272,7 +274,7 @@ _ERRORS: dict[int, dict[str, Any]] = {
     413: {"model": PayloadTooLarge, "description": "Body over the configured limit"},
     429: {
         "model": RateLimited,
-        "description": "Per-device rate limit",
+        "description": "Per-device rate limit, or the server is saturated",
         "headers": _retry_after("Seconds until a request would be accepted"),
     },
 }

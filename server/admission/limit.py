@@ -1,0 +1,137 @@
+"""How many device requests one process works on at once, who waits, and for how long.
+
+A reconnect storm (every device of a region back within seconds) must not turn into an
+unbounded queue: each waiting request holds a connection, its parsed head and buffered body,
+and a database connection once it runs. So a process works on at most `limit` requests,
+lets at most `queue` more wait (first come, first served) for at most `wait_s` seconds, and
+answers every other one at once with `Retry-After`: the device comes back later, and memory
+stays bounded by `limit + queue` requests whatever the number of devices.
+
+The `Retry-After` a refused device is given spreads the refused over the time the process
+needs to work off what it was asked meanwhile: the requests refused in the last second, plus
+those running and waiting, over the rate it has been finishing them (`RetryAdvice`). Each
+refusal draws a whole number of seconds from 1 to that estimate, so the returning devices do
+not all arrive in the same second again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections import deque
+from collections.abc import Callable
+
+__all__ = ["Admission", "RetryAdvice"]
+
+#: How fast the finishing rate forgets the past (per second of its window).
+_RATE_WINDOW_S = 1.0
+_RATE_WEIGHT = 0.5
+
+
+class RetryAdvice:
+    """The `Retry-After` of a refusal, from the recent finishing rate and demand (pure, with an
+    injected clock and random source)."""
+
+    def __init__(
+        self, most_s: int, clock: Callable[[], float], rng: random.Random | None = None
+    ) -> None:
+        if most_s < 1:
+            raise ValueError("the longest Retry-After is at least 1 s")
+        self.most_s = most_s
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._window_start = clock()
+        self._finished_in_window = 0
+        self._rate: float | None = None  # requests finished per second, smoothed
+        self._refused: deque[float] = deque()  # when each recent refusal was made
+
+    def _roll(self, now: float) -> None:
+        elapsed = now - self._window_start
+        if elapsed < _RATE_WINDOW_S:
+            return
+        measured = self._finished_in_window / elapsed
+        previous = measured if self._rate is None else self._rate
+        self._rate = _RATE_WEIGHT * measured + (1 - _RATE_WEIGHT) * previous
+        self._window_start, self._finished_in_window = now, 0
+
+    def finished(self) -> None:
+        """One admitted request ended."""
+        self._roll(self._clock())
+        self._finished_in_window += 1
+
+    def refuse(self, busy: int) -> int:
+        """Seconds a request refused now should wait; `busy` requests are running or queued."""
+        now = self._clock()
+        self._roll(now)
+        while self._refused and self._refused[0] <= now - _RATE_WINDOW_S:
+            self._refused.popleft()
+        self._refused.append(now)
+        rate = max(self._rate or 0.0, 1.0)
+        spread = math.ceil((busy + len(self._refused)) / rate)
+        return self._rng.randint(1, max(1, min(self.most_s, spread)))
+
+
+class Admission:
+    """At most `limit` requests running and `queue` waiting (each at most `wait_s` seconds).
+
+    `enter()` returns None once the request may run (it must then call `leave()` exactly
+    once), or the seconds of `Retry-After` it is refused with. One event loop only."""
+
+    def __init__(
+        self, limit: int, queue: int, wait_s: float, advice: RetryAdvice
+    ) -> None:
+        if limit < 1 or queue < 0 or wait_s < 0:
+            raise ValueError("admission needs limit >= 1, queue >= 0 and wait_s >= 0")
+        self.limit = limit
+        self.queue = queue
+        self.wait_s = wait_s
+        self.advice = advice
+        self.running = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        #: Requests refused since start (for metrics and tests).
+        self.refused = 0
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    async def enter(self) -> int | None:
+        if self.running < self.limit and not self._waiting:
+            self.running += 1
+            return None
+        if len(self._waiting) >= self.queue or self.wait_s == 0:
+            return self._refuse()
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            await asyncio.wait_for(asyncio.shield(turn), self.wait_s)
+        except TimeoutError:
+            pass
+        except asyncio.CancelledError:  # the client went away while it waited
+            if turn.done():
+                self.leave()  # it was handed a slot it will never use
+            else:
+                self._forget(turn)
+            raise
+        if not turn.done():
+            self._forget(turn)
+            return self._refuse()
+        return None  # `leave` handed this request its slot
+
+    def _forget(self, turn: asyncio.Future[None]) -> None:
+        self._waiting.remove(turn)
+        turn.cancel()
+
+    def leave(self) -> None:
+        self.advice.finished()
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)  # the slot passes on: `running` is unchanged
+                return
+        self.running -= 1
+
+    def _refuse(self) -> int:
+        self.refused += 1
+        return self.advice.refuse(self.running + len(self._waiting))
