@@ -404,7 +404,8 @@ class SyncEngine:
         wait = self.config.sweep_interval_s
         if next_at is not None:
             wait = min(wait, max(next_at - self.store.clock(), 0.05))
-        return max(min(wait, self.puller.next_in()), 0.05)
+        # A saturated server's Retry-After holds everything: sleep it out, do not spin.
+        return max(min(wait, self.puller.next_in()), self.status.busy_for(), 0.05)
 
     async def _sleep(self, seconds: float | None) -> None:
         """Sleep until woken or the time is up. The only wait in the loop."""

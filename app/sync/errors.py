@@ -5,6 +5,7 @@
     │   ├── NetworkError           connect error, DNS, reset: the server went away or never came
     │   ├── TimeoutError_          connect/read/write/pool timeout
     │   ├── ServerBusyError        502/503/504, 429, idempotency_key_in_use (Retry-After kept)
+    │   │   └── ServerSaturatedError   429 server_busy: the whole server, every request waits
     │   └── MalformedReplyError    not JSON, or JSON of the wrong shape (dead after the limit)
     └── AuthError                  401: sync pauses and asks to sign in again (jobs untouched)
 
@@ -54,6 +55,7 @@ __all__ = [
     "Reason",
     "ReplyKind",
     "ServerBusyError",
+    "ServerSaturatedError",
     "SyncError",
     "TimeoutError_",
     "TransientError",
@@ -68,6 +70,7 @@ __all__ = [
     "parse_retry_after",
     "read_error",
     "retry_reason",
+    "saturated",
 ]
 
 
@@ -91,6 +94,11 @@ class TimeoutError_(TransientError):  # noqa: N801 - the builtin name is taken
 
 class ServerBusyError(TransientError):
     pass
+
+
+class ServerSaturatedError(ServerBusyError):
+    """The server process works on all it may at once (429 ``server_busy``): its Retry-After
+    holds every request of the device, not only the one refused."""
 
 
 class MalformedReplyError(TransientError):
@@ -200,10 +208,18 @@ def read_error(
     if verdict.kind is ReplyKind.AUTH:
         return AuthError(verdict.reason)
     if verdict.kind is _TRANSIENT and status != 409:
-        return ServerBusyError(f"{what}: server busy ({status})", retry_after=retry_after)
+        kind = ServerSaturatedError if saturated(status, error) else ServerBusyError
+        return kind(f"{what}: server busy ({status})", retry_after=retry_after)
     if status != 200:
         return MalformedReplyError(f"{what}: unexpected reply {status} {raw_error or ''}")
     return None
+
+
+def saturated(status: int, error: str | None) -> bool:
+    """Whether an answer says the whole server is saturated (server/admission/): then no
+    request of any kind goes before its Retry-After. Any other busy answer holds back only
+    what it answered (that job, or the reads), so a busy feed never stops the edits."""
+    return status == 429 and error == "server_busy"
 
 
 def classify_escalation(status: int, error: str | None = None) -> Verdict:

@@ -32,7 +32,7 @@ from app.store.store import Store
 from app.sync.clock import Sleep
 from app.sync.context import EngineContext, EnginePart
 from app.sync.delivery import DeliveryReport, apply_replies, build_mutations
-from app.sync.errors import TransientError
+from app.sync.errors import TransientError, saturated
 from app.sync.ratelimit import TokenBucket
 from app.sync.status import PhaseProgress, SyncStatus
 from app.sync.sync_now import SyncReport
@@ -136,6 +136,8 @@ class DeliveryPipeline(EnginePart):
         link fails, or the server refuses the token; count what was sent, failed or held
         for a person in ``tally``."""
         flush = FlushReport()
+        if self.status.busy_for() > 0:
+            return flush  # a saturated server asked to wait (the engine sleeps until then)
         progress: list[PhaseProgress] = []
         try:
             await self._flush(flush, tally or SyncReport(), progress)
@@ -217,6 +219,9 @@ class DeliveryPipeline(EnginePart):
         started = self.clock.monotonic()
         replies = await self._send(jobs, mutations)
         duration_ms = (self.clock.monotonic() - started) * 1000.0
+        for reply in replies:
+            if isinstance(reply, Reply) and saturated(reply.status, reply.error):
+                self.status.server_busy(reply.retry_after)
         network_failed = all(isinstance(r, TransientError) for r in replies)
         flush.unreachable = network_failed
         refused = any(isinstance(r, Reply) and r.status == 401 for r in replies)

@@ -17,7 +17,12 @@ from typing import TypeVar
 from app.events import RecordsChanged
 from app.store.backoff import backoff_delay
 from app.sync.context import EngineContext, EnginePart
-from app.sync.errors import MalformedReplyError, ServerBusyError, SyncError
+from app.sync.errors import (
+    MalformedReplyError,
+    ServerBusyError,
+    ServerSaturatedError,
+    SyncError,
+)
 from app.sync.outbox import EscalationOutbox
 from app.sync.reconcile import Reconciler, ReconcileReport
 from app.sync.status import SyncStatus
@@ -59,7 +64,7 @@ class Puller(EnginePart):
 
     def waiting_for_server(self) -> bool:
         """The server asked to wait before the next read."""
-        return self.clock.monotonic() < self._not_before
+        return self.clock.monotonic() < self._not_before or self.status.busy_for() > 0
 
     def pull_due(self) -> bool:
         since = self.clock.monotonic() - self._last_pull
@@ -69,7 +74,7 @@ class Puller(EnginePart):
         """Seconds until a read is due (0: now)."""
         now = self.clock.monotonic()
         pull_in = 0.0 if self.due else self.config().pull_interval_s - (now - self._last_pull)
-        return max(pull_in, self._not_before - now)
+        return max(pull_in, self._not_before - now, self.status.busy_for())
 
     def open(self, entity_id: str) -> None:
         self.opened_ids.add(entity_id)
@@ -133,6 +138,8 @@ class Puller(EnginePart):
             self.status.server_answered()
             log.warning("pull deferred: %s", exc)
             self._refused += 1
+            if isinstance(exc, ServerSaturatedError):
+                self.status.server_busy(exc.retry_after)
             delay = backoff_delay(
                 self._refused,
                 self.store.queue.config.backoff,

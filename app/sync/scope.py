@@ -34,10 +34,12 @@ from app.sync.errors import (
     AuthError,
     MalformedReplyError,
     ReplyKind,
+    ServerSaturatedError,
     SyncError,
     TransientError,
     classify_pin,
     read_error,
+    saturated,
 )
 from app.sync.transport import Reply, ServerClient
 
@@ -146,6 +148,8 @@ class ScopeSync:
         reply = await self.client.me()
         if reply.status == 401:
             raise AuthError("the server refused this device's token: sign in again")
+        if saturated(reply.status, reply.error):  # the pull waits, as the server asked
+            raise ServerSaturatedError("who am I: server busy", retry_after=reply.retry_after)
         self._identity_at = now
         identity = Identity.from_json(reply.body) if reply.status == 200 else None
         if identity is None:

@@ -101,6 +101,8 @@ class SyncStatus(EnginePart):
         self.queue_dirty = False
         #: The metrics changed since they were last saved to the store.
         self.metrics_dirty = False
+        #: A saturated server's `Retry-After` holds every request until then (monotonic).
+        self._busy_until = float("-inf")
 
     # -- connectivity ------------------------------------------------------------------------
 
@@ -164,6 +166,18 @@ class SyncStatus(EnginePart):
     def server_answered(self, *, mutations_ok: bool = True) -> None:
         self.detector.server_answered(mutations_ok)
         self.publish_connectivity()
+
+    def server_busy(self, retry_after: float | None) -> None:
+        """The server answered saturated (`app.sync.errors.saturated`) and asked to wait
+        ``retry_after`` seconds: it said so of itself, not of one request, so no request of
+        any kind goes before that."""
+        if retry_after is not None and retry_after > 0:
+            until = self.clock.monotonic() + retry_after
+            self._busy_until = max(self._busy_until, until)
+
+    def busy_for(self) -> float:
+        """Seconds left of the server's last `Retry-After` (0: send)."""
+        return max(self._busy_until - self.clock.monotonic(), 0.0)
 
     def network_failure(self, reason: str) -> None:
         self.last_error = reason

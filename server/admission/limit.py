@@ -78,9 +78,7 @@ class Admission:
     `enter()` returns None once the request may run (it must then call `leave()` exactly
     once), or the seconds of `Retry-After` it is refused with. One event loop only."""
 
-    def __init__(
-        self, limit: int, queue: int, wait_s: float, advice: RetryAdvice
-    ) -> None:
+    def __init__(self, limit: int, queue: int, wait_s: float, advice: RetryAdvice) -> None:
         if limit < 1 or queue < 0 or wait_s < 0:
             raise ValueError("admission needs limit >= 1, queue >= 0 and wait_s >= 0")
         self.limit = limit

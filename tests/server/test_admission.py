@@ -121,7 +121,8 @@ def test_admission_hands_slots_over_in_arrival_order_and_bounds_the_queue() -> N
         await asyncio.sleep(0)
         assert admission.waiting == 2
         refused = await admission.enter()  # the queue is full: refused at once
-        assert refused is not None and 1 <= refused <= 5
+        assert refused is not None
+        assert 1 <= refused <= 5
         admission.leave()
         assert await first is None
         assert not second.done()
@@ -161,9 +162,7 @@ def test_a_request_over_the_limit_is_answered_429_at_once_and_health_still_answe
             held.release()
             created = await create
             assert created.status_code == 201
-            changes = await client.get(
-                "/v1/changes", headers={"Authorization": f"Bearer {token}"}
-            )
+            changes = await client.get("/v1/changes", headers={"Authorization": f"Bearer {token}"})
             assert changes.status_code == 200
 
     with saturable(pg_url, limit=1) as server:

@@ -15,6 +15,7 @@ from app.sync.errors import (
     Reason,
     ReplyKind,
     ServerBusyError,
+    ServerSaturatedError,
     TimeoutError_,
     Verdict,
     classify_decision,
@@ -26,6 +27,7 @@ from app.sync.errors import (
     parse_retry_after,
     read_error,
     retry_reason,
+    saturated,
 )
 from app.sync.merge import intent_applied, three_way
 
@@ -214,3 +216,17 @@ def test_escalations_and_decisions_read_409_their_own_way() -> None:
 )
 def test_a_retry_is_counted_by_its_reason_code(verdict: Verdict, name: str) -> None:
     assert retry_reason(verdict) == name == verdict.code
+
+
+def test_only_a_saturated_server_holds_every_request() -> None:
+    # 429 server_busy (admission control) is about the server; any other busy answer is
+    # about what it answered (a rate-limited device, a busy feed).
+    assert saturated(429, "server_busy")
+    assert not saturated(429, "rate_limited")
+    assert not saturated(503, "server_busy")
+    held = read_error(429, "server_busy", 3.0, "changes feed")
+    assert isinstance(held, ServerSaturatedError)
+    assert held.retry_after == 3.0
+    other = read_error(429, "rate_limited", 3.0, "changes feed")
+    assert isinstance(other, ServerBusyError)
+    assert not isinstance(other, ServerSaturatedError)
