@@ -55,6 +55,9 @@ class AuthenticatedDevice:
     legacy: bool = False
     #: The highest change token it pulled the feed from.
     feed_position: int = 0
+    #: Its store's `Fieldsync-Install` id and that install's floor (server/scope/echoes.py).
+    install_id: str = ""
+    install_floor: int = 0
 
     @property
     def is_admin(self) -> bool:
@@ -205,4 +208,5 @@ def authenticate(store: Store, authorization: str | None) -> AuthenticatedDevice
     return AuthenticatedDevice(
         id=row.id, name=row.name, role=role, user=row.user_name, team=row.team,
         legacy=bool(row.legacy_scope), feed_position=int(row.feed_position),
+        install_id=row.install_id, install_floor=int(row.install_floor),
     )  # fmt: skip

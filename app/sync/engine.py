@@ -30,6 +30,7 @@ from app.executor import StoreExecutor
 from app.metrics import EngineMetrics
 from app.store.errors import StorageConditionError, WorkerLockHeldError
 from app.store.lock import WorkerLock
+from app.store.settings import install_id
 from app.store.store import Store
 from app.sync.clock import Clock, Sleep, sleep_or_wake
 from app.sync.config import SyncConfig
@@ -287,6 +288,7 @@ class SyncEngine:
         raise asyncio.CancelledError
 
     def _startup_sweep(self) -> None:
+        self.client.install = install_id(self.store)
         self.store.queue.expire_orphaned_leases()
         self.store.queue.reclaim_expired()
         self.store.queue.clamp_times()

@@ -24,6 +24,9 @@ from app.sync.errors import MalformedReplyError, from_httpx, parse_retry_after
 
 __all__ = ["BatchItem", "Reply", "ServerClient", "TransportConfig", "detail_words"]
 
+#: Names this store to the server (server/scope/echoes.py): see `ServerClient.install`.
+INSTALL_HEADER = "Fieldsync-Install"
+
 log = logging.getLogger(__name__)
 
 
@@ -129,6 +132,9 @@ class ServerClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._token = token
+        #: This store's id, sent with writes and pulls: the feed then leaves out what this
+        #: install wrote itself, which it holds from the replies (server/scope/echoes.py).
+        self.install: str | None = None
         self.config = config or TransportConfig()
         self._on_clock_skew = on_clock_skew
         cfg = self.config
@@ -228,6 +234,9 @@ class ServerClient:
             return None
         return str(resolved)
 
+    def _install(self) -> dict[str, str]:
+        return {INSTALL_HEADER: self.install} if self.install else {}
+
     # -- endpoints ---------------------------------------------------------------------------
 
     async def healthz(self) -> bool:
@@ -241,7 +250,7 @@ class ServerClient:
             "POST",
             "/v1/mutations",
             json_body=mutation,
-            headers={"Idempotency-Key": idempotency_key},
+            headers={"Idempotency-Key": idempotency_key, **self._install()},
             correlation_id=correlation_id,
         )
 
@@ -251,7 +260,11 @@ class ServerClient:
         """The whole reply, and one Reply per item when the batch was answered (200)."""
         body = {"mutations": [{"idempotency_key": i.idempotency_key, **i.mutation} for i in items]}
         reply = await self._request(
-            "POST", "/v1/mutations/batch", json_body=body, correlation_id=correlation_id
+            "POST",
+            "/v1/mutations/batch",
+            json_body=body,
+            headers=self._install(),
+            correlation_id=correlation_id,
         )
         if reply.status != 200 or reply.body is None:
             return reply, []
@@ -280,7 +293,8 @@ class ServerClient:
         params: dict[str, Any] = {"limit": limit}
         if since is not None:
             params["since"] = since
-        headers = {STATUS_HEADER: status} if status is not None else None
+        headers = {STATUS_HEADER: status} if status is not None else {}
+        headers.update(self._install())
         return await self._request("GET", "/v1/changes", params=params, headers=headers)
 
     async def record(self, entity_id: str, etag: str | None = None) -> Reply:

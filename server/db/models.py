@@ -58,6 +58,10 @@ class Device(_Base):
     legacy_scope = pw.BooleanField(default=False)
     #: The highest `since` it pulled the feed from: it holds every change up to there.
     feed_position = pw.BigIntegerField(default=0)
+    #: The store it last wrote or pulled from (`Fieldsync-Install`, server/scope/echoes.py),
+    #: and the change number below which that install wrote nothing.
+    install_id = pw.CharField(max_length=64, default="")
+    install_floor = pw.BigIntegerField(default=0)
 
 
 class DeviceStatus(_Base):

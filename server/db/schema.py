@@ -112,6 +112,20 @@ def _step6_work_order_changes(db: pw.Database, tables: Tables) -> None:
     tables.WorkOrderChange.create_table(safe=True)
 
 
+def _step8_device_installs(db: pw.Database, tables: Tables) -> None:
+    """Devices gain the install they write from and its floor (server/scope/echoes.py): the
+    feed leaves out what that install wrote. A device from before has none, so its feed
+    carries everything until it sends one."""
+    _add_missing(
+        db,
+        tables.Device._meta.table_name,
+        {
+            "install_id": pw.CharField(max_length=64, default=""),
+            "install_floor": pw.BigIntegerField(default=0),
+        },
+    )
+
+
 #: (number, step) in order. Append only; never edit a released step. Numbers need not be
 #: contiguous: each step is applied once, whichever landed first.
 STEPS: list[tuple[int, Step]] = [
@@ -121,6 +135,7 @@ STEPS: list[tuple[int, Step]] = [
     (4, _step4_covering_feed_index),
     (5, _step5_conflict_base),
     (6, _step6_work_order_changes),
+    (8, _step8_device_installs),
     (20, separate_file_entries),
 ]
 

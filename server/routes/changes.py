@@ -25,6 +25,7 @@ from server.http import ApiError, Context, CurrentDevice, declare
 from server.openapi.answers import ChangesPage, RecordRead, error_responses
 from server.records.mutations import record_json
 from server.routes.attachments import etag_matches
+from server.scope.echoes import INSTALL_DESCRIPTION, INSTALL_HEADER, note_install
 from server.scope.feed import feed_page
 from server.scope.prune import note_feed_position
 from server.scope.reads import device_scope
@@ -63,15 +64,22 @@ def get_changes(
     device_status: Annotated[
         str | None, Header(alias=STATUS_HEADER, description=STATUS_DESCRIPTION)
     ] = None,
+    install: Annotated[
+        str | None, Header(alias=INSTALL_HEADER, description=INSTALL_DESCRIPTION)
+    ] = None,
 ) -> dict[str, Any]:
     """Records changed after `since` in the device's scope, oldest change first; a work order
-    that left the scope comes once as `{"id": …, "out_of_scope": true}`."""
+    that left the scope comes once as `{"id": …, "out_of_scope": true}`. With
+    `Fieldsync-Install`, what this install wrote itself (and holds from the replies) is left
+    out; `next` still passes it."""
     after = _parse_since(since)
     settings = context.settings
     page_size = min(limit or settings.changes_default_limit, settings.changes_max_limit)
     # Asking from `after` says the device holds everything up to it: pruning may pass it.
     note_feed_position(context.store, device.id, after, device.feed_position)
-    page = feed_page(context.store, device_scope(device), after, page_size)
+    # From `since=0` an install holds only what it wrote itself: that is still left out.
+    echoes = note_install(context.store, device, install)
+    page = feed_page(context.store, device_scope(device), after, page_size, echoes)
     now = settings.clock()
     note_pull(context.store, device.id, now, device_status, complete=not page["has_more"])
     gate = gate_for(context, device)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Header
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -44,6 +44,7 @@ from server.records.mutations import (
     apply_mutation,
     validate_mutation,
 )
+from server.scope.echoes import INSTALL_DESCRIPTION, INSTALL_HEADER, note_install
 from server.wire import Mutation
 
 __all__ = ["count_reply", "router"]
@@ -51,6 +52,9 @@ __all__ = ["count_reply", "router"]
 router = APIRouter(prefix="/v1", tags=["mutations"])
 
 _KIND = "mutation"
+
+#: Sent with a device's writes: a new install gets its floor before its first write lands.
+InstallHeader = Annotated[str | None, Header(alias=INSTALL_HEADER, description=INSTALL_DESCRIPTION)]
 
 
 class BatchRequest(BaseModel):
@@ -131,9 +135,11 @@ def post_mutation(
     context: Context,
     device: CurrentDevice,
     idempotency_key: IdempotencyKeyHeader,
+    install: InstallHeader = None,
     mutation: Mutation = Body(...),  # noqa: B008 - FastAPI's declaration style
 ) -> JSONResponse:
     """Apply one mutation at most once per (device, Idempotency-Key)."""
+    note_install(context.store, device, install)
     try:
         valid = validate_mutation(mutation.model_dump())
     except InvalidMutation as error:
@@ -158,11 +164,14 @@ def post_mutation(
         **error_responses(401, 413, 429, bad_request=(UnreadableBody,)),
     },
 )
-def post_batch(context: Context, device: CurrentDevice, batch: BatchRequest) -> JSONResponse:
+def post_batch(
+    context: Context, device: CurrentDevice, batch: BatchRequest, install: InstallHeader = None
+) -> JSONResponse:
     """Up to 500 mutations in one request; each item has the single endpoint's semantics."""
     if len(batch.mutations) > context.settings.max_batch_items:
         limit = context.settings.max_batch_items
         raise ApiError(422, {"error": "invalid_payload", "detail": f"at most {limit} mutations"})
+    note_install(context.store, device, install)
     gate = gate_for(context, device)
     keys: list[Any] = []
     early: dict[int, Reply] = {}

@@ -26,6 +26,7 @@ from typing import Any
 
 from server.db.store import Store
 from server.records.mutations import WIRE_FIELDS, record_columns_json
+from server.scope.echoes import Echoes, own_writes
 from server.scope.keys import FILE, Scope, tuples_of
 from server.uploads.attachments import attachment_change_json, attachments_of, with_attachments
 
@@ -127,9 +128,12 @@ def _latest(store: Store, scope: Scope, entity_ids: Sequence[str]) -> dict[str, 
     return {entity_id: int(seq) for entity_id, seq in rows}
 
 
-def feed_page(store: Store, scope: Scope, since: int, limit: int) -> dict[str, Any]:
+def feed_page(
+    store: Store, scope: Scope, since: int, limit: int, echoes: Echoes | None = None
+) -> dict[str, Any]:
     """`{"changes": […], "next": token, "has_more": bool}` for this device after `since`,
     plus `attachments` (the file changes of work orders it holds) when there are any.
+    With `echoes`, what the device wrote itself and holds is left out (server/scope/echoes.py).
 
     An attachment's change has a number of its own (a position of its own in a worker's
     keys, under `FILE` + the attachment's id): it travels in `attachments` and never moves its work
@@ -151,6 +155,7 @@ def feed_page(store: Store, scope: Scope, since: int, limit: int) -> dict[str, A
         latest = _latest(store, scope, orders) if orders else {}
         held = {e for e, row in rows.items() if scope.holds(row, e in pinned)}
         listed = attachments_of(store, sorted(held))
+        delivered: dict[int, str] = {}
         for position in mine:
             entity_id = position.entity_id
             row = rows.get(entity_id)
@@ -159,6 +164,17 @@ def feed_page(store: Store, scope: Scope, since: int, limit: int) -> dict[str, A
             newest = max(latest.get(entity_id, 0), row["seq"] if scope.admin else 0)
             if position.seq != newest:
                 continue  # delivered at its newest number, on this page or a later one
+            delivered[position.seq] = entity_id
+        # A write's own number, not a later pin's or scope stamp's.
+        written_here = {e: rows[e] for seq, e in delivered.items() if rows[e]["seq"] == seq}
+        held_here: set[str] = set()
+        if echoes is not None:
+            candidates = {e: row for e, row in written_here.items() if e in held}
+            held_here = own_writes(store, echoes, scope.user, since, candidates)
+        for entity_id in delivered.values():
+            row = rows[entity_id]
+            if entity_id in held_here:
+                continue  # the device's own write: its reply carried it
             if entity_id in held:
                 record = {**record_columns_json(row), "pinned": entity_id in pinned}
                 changes.append(with_attachments(record, listed))

@@ -48,7 +48,8 @@ def mark_legacy_devices(tables: Tables) -> None:
     devices, steps = tables.Device, tables.SchemaStep
     scoped_at = _moment(steps.select(steps.applied_at).where(steps.step == 1).scalar())
     legacy = []
-    query = devices.select().where(
+    # Only the columns this step knows: later steps add more to the model.
+    query = devices.select(devices.id, devices.created_at).where(
         devices.role == "worker",
         devices.revoked_at.is_null(),
         devices.user_name == devices.name,

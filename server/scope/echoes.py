@@ -1,0 +1,129 @@
+"""A device's own writes left out of its changes feed: it holds them from the mutation replies.
+
+A device that sends 20,000 creates gets each record back in the mutation's reply (the
+batch's result), so the feed need not carry them again. A feed entry is left out, its
+number still passed by `next`, only when all of these hold:
+
+- the work order's newest version was written by this very device through `POST
+  /v1/mutations` (or the batch): the change log (server/records/history.py) says
+  `source = "device"` and this device's id at that version. A console edit, an assignment, a
+  conflict's decision, another device of the same person: all are someone else's change
+  and travel as before;
+- the feed position is that write's own number: a later pin or scope stamp moves the work
+  order to a number of its own, and is delivered;
+- no pin of the person (present, or removed) touched it after the device's `since`: the
+  reply does not carry `pinned`, so such a work order travels in full;
+- the device sent `Fieldsync-Install` and the write came from that install: its number lies
+  above the install's *floor*.
+
+The install is a random id a device's store makes once (app/sync/engine.py) and sends with
+its writes and pulls. A reinstall with the same token (an empty store, a new id) must get
+back what the old install wrote, so when the server sees a new id for a device it records a
+floor: `ChangeSequence.start` of a write transaction of its own, above every number handed
+out before it and below every number handed out after it (SQLite's single writer; on
+PostgreSQL the xid blocks of server/db/store.py). The old install's writes lie below the
+floor and are delivered; the new one's lie above.
+
+A reply that was lost is no exception: the device still has the mutation queued, sends it
+again with the same `Idempotency-Key` and gets the stored reply with the record. Two stores
+sending with one token at the same time, each of them writing, would see each other's
+writes as their own: a token names one device, and one install uses it at a time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from server.auth import AuthenticatedDevice
+from server.db.store import Store
+from server.scope.keys import PIN
+
+__all__ = ["INSTALL_DESCRIPTION", "INSTALL_HEADER", "Echoes", "note_install", "own_writes"]
+
+INSTALL_HEADER = "Fieldsync-Install"
+INSTALL_DESCRIPTION = (
+    "The id of this device's store (1-64 letters, digits, `-` or `_`), sent with its writes "
+    "and pulls: the feed then leaves out what this install wrote and holds from the replies. "
+    "Anything else is ignored (the feed carries everything)."
+)
+
+_INSTALL = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass(frozen=True)
+class Echoes:
+    """Whose writes a feed page may leave out: this device's, numbered above `floor`."""
+
+    device_id: int
+    floor: int
+
+
+def _valid(install: str | None) -> str | None:
+    if install is None or not _INSTALL.fullmatch(install):
+        return None
+    return install
+
+
+def note_install(store: Store, device: AuthenticatedDevice, install: str | None) -> Echoes | None:
+    """The device's install as of this request (None: it sent none, or another install of
+    the same token took over meanwhile); a new one gets its floor first."""
+    install = _valid(install)
+    if install is None:
+        return None
+    if install == device.install_id:
+        return Echoes(device.id, device.install_floor)
+    devices = store.tables.Device
+    with store.write_transaction() as sequence:
+        devices.update(install_id=install, install_floor=sequence.start).where(
+            devices.id == device.id, devices.install_id != install
+        ).execute()
+    row = devices.select(devices.install_id, devices.install_floor).where(devices.id == device.id)
+    found: Any = row.tuples().first()
+    if found is None or found[0] != install:
+        return None
+    return Echoes(device.id, int(found[1]))
+
+
+def _marks(store: Store, count: int) -> str:
+    return ", ".join([store.db.param] * count)
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def own_writes(
+    store: Store,
+    echoes: Echoes,
+    user: str,
+    since: int,
+    rows: Mapping[str, Mapping[str, Any]],
+) -> set[str]:
+    """Which of these work orders (their current rows, each at its feed position) the device
+    holds as it wrote them: the entries a page from `since` leaves out."""
+    mine = sorted(e for e, row in rows.items() if int(row["seq"]) > echoes.floor)
+    if not mine:
+        return set()
+    log = f'"{store.tables.WorkOrderChange._meta.table_name}"'
+    entries = f'"{store.tables.ScopeEntry._meta.table_name}"'
+    param = store.db.param
+    written: set[str] = set()
+    pinned: set[str] = set()
+    for chunk in _chunks(mine, store.rows_per_statement(1) - 3):
+        sql = (
+            f'SELECT "entity_id", "version" FROM {log} WHERE "entity_id" IN '
+            f'({_marks(store, len(chunk))}) AND "device_id" = {param} AND "source" = {param}'
+        )
+        for entity_id, version in store.db.execute_sql(sql, [*chunk, echoes.device_id, "device"]):
+            if int(version) == int(rows[entity_id]["version"]):
+                written.add(entity_id)
+        sql = (
+            f'SELECT "entity_id" FROM {entries} WHERE "key" = {param} AND "entity_id" IN '
+            f'({_marks(store, len(chunk))}) AND "seq" > {param}'
+        )
+        pinned.update(row[0] for row in store.db.execute_sql(sql, [PIN + user, *chunk, since]))
+    return written - pinned

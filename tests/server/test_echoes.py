@@ -1,0 +1,155 @@
+"""The feed leaves out what the reading install wrote itself (it holds it), and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from server.embedded import EmbeddedServer
+from tests.support.api import ServerApi, create_body, new_id
+
+INSTALL = "Fieldsync-Install"
+
+Device = Callable[..., ServerApi]
+
+
+def device_maker(server: EmbeddedServer) -> tuple[Device, list[ServerApi]]:
+    clients: list[ServerApi] = []
+
+    def make(
+        name: str | None = None,
+        install: str | None = None,
+        *,
+        role: str = "worker",
+        token: str | None = None,
+    ) -> ServerApi:
+        """A client of the device `name` of the person `ana` (or of `token`)."""
+        if token is None:
+            assert name is not None
+            token = server.add_device(name, role, user="ana")  # type: ignore[arg-type]
+        api = ServerApi(server.base_url, token)
+        if install is not None:
+            api.client.headers[INSTALL] = install
+        clients.append(api)
+        return api
+
+    return make, clients
+
+
+@pytest.fixture
+def device(server: EmbeddedServer) -> Iterator[Device]:
+    make, clients = device_maker(server)
+    yield make
+    for api in clients:
+        api.close()
+
+
+def versions(entries: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    return {(entry["id"], entry["version"]) for entry in entries}
+
+
+def creates(api: ServerApi, count: int) -> list[str]:
+    batch = [{"idempotency_key": new_id(), **create_body()} for _ in range(count)]
+    response = api.batch(batch)
+    assert response.status_code == 200, response.text
+    assert [result["status"] for result in response.json()["results"]] == [201] * count
+    return [str(item["entity_id"]) for item in batch]
+
+
+def test_own_writes_are_left_out_and_the_cursor_passes_them(served: EmbeddedServer) -> None:
+    make, clients = device_maker(served)
+    try:
+        token = served.add_device("phone", user="ana")
+        phone = make(token=token, install="install-1")
+        older_app = make(token=token)  # no install header: the feed carries everything
+        made = creates(phone, 5)
+        assert phone.update(made[0], 1, notes="mine").status_code == 200
+        entries, cursor = phone.pull(limit=2)
+        assert entries == []
+        assert phone.changes(cursor) == {"changes": [], "next": cursor, "has_more": False}
+        table = served.store.tables.WorkOrder
+        assert int(cursor) >= max(row.seq for row in table.select(table.seq))
+        assert versions(older_app.all_changes()) == {(made[0], 2), *((e, 1) for e in made[1:])}
+    finally:
+        for api in clients:
+            api.close()
+
+
+def test_what_someone_else_wrote_is_delivered(device: Device) -> None:
+    phone = device("phone", "p-1")
+    sibling = device("tablet", "t-1")  # the same person's other device
+    office = device("office", "o-1", role="admin")
+    mine, assigned, raced = creates(phone, 3)
+    cursor = phone.pull()[1]
+    assert sibling.update(mine, 1, notes="from the tablet").status_code == 200
+    assert office.update(assigned, 1, assignee="ana", priority="high").status_code == 200
+    assert office.update(raced, 1, status="done").status_code == 200
+    conflict = phone.update(raced, 1, status="in_progress")
+    assert conflict.status_code == 409
+    entries, cursor = phone.pull(cursor)
+    assert versions(entries) == {(mine, 2), (assigned, 2), (raced, 2)}
+    # The tablet's own write is the one thing its feed leaves out.
+    assert versions(sibling.pull()[0]) == {(assigned, 2), (raced, 2)}
+    # A later version of its own write is again its own.
+    assert phone.update(mine, 2, notes="back on the phone").status_code == 200
+    assert phone.pull(cursor)[0] == []
+    assert versions(sibling.pull()[0]) == {(mine, 3), (assigned, 2), (raced, 2)}
+
+
+def test_a_lost_reply_is_replayed_with_the_record_the_feed_left_out(device: Device) -> None:
+    phone = device("phone", "p-1")
+    key, body = new_id(), create_body()
+    phone.mutate(body, key)  # its reply never reached the device
+    entries, cursor = phone.pull()
+    assert entries == []
+    again = phone.mutate(body, key)  # the job is still queued: sent again, same key
+    assert again.status_code == 201
+    assert again.headers["Idempotent-Replayed"] == "true"
+    record = again.json()["record"]
+    assert (record["id"], record["version"]) == (body["entity_id"], 1)
+    stored = phone.client.get(f"/v1/records/{body['entity_id']}").json()["record"]
+    assert {**stored, "attachments": None} == {**record, "attachments": None}
+
+
+def test_a_reinstall_gets_back_what_the_old_install_wrote(
+    server: EmbeddedServer, device: Device
+) -> None:
+    token = server.add_device("phone", user="ana")
+    before = creates(device(token=token, install="first"), 3)
+    reinstalled = device(token=token, install="second")
+    after = creates(reinstalled, 2)
+    entries, cursor = reinstalled.pull(limit=2)
+    assert versions(entries) == {(entity_id, 1) for entity_id in before}
+    # A reinstall that pulls before it writes gets everything.
+    again = device(token=token, install="third")
+    assert versions(again.pull(limit=2)[0]) == {(e, 1) for e in before + after}
+    # Back to the second: the third took the token meanwhile, so nothing is left out.
+    assert versions(reinstalled.pull(limit=2)[0]) == {(e, 1) for e in before + after}
+
+
+def test_a_pin_from_another_device_travels_in_full(device: Device) -> None:
+    phone = device("phone", "p-1")
+    sibling = device("tablet", "t-1")
+    [entity_id] = creates(phone, 1)
+    cursor = phone.pull()[1]
+    assert sibling.client.post(f"/v1/pins/{entity_id}").status_code == 200
+    # Pinned, then edited on the phone before it pulled: the reply has no `pinned`.
+    assert phone.update(entity_id, 1, notes="edited").status_code == 200
+    entries, cursor = phone.pull(cursor)
+    assert [(e["id"], e["version"], e["pinned"]) for e in entries] == [(entity_id, 2, True)]
+    assert sibling.client.delete(f"/v1/pins/{entity_id}").status_code == 200
+    assert phone.update(entity_id, 2, notes="again").status_code == 200
+    entries, cursor = phone.pull(cursor)
+    assert [(e["id"], e["version"], e["pinned"]) for e in entries] == [(entity_id, 3, False)]
+    # Once the unpin was delivered, its own writes are left out again.
+    assert phone.update(entity_id, 3, notes="and again").status_code == 200
+    assert phone.pull(cursor)[0] == []
+
+
+@pytest.mark.parametrize("install", ["", "not an id!", "x" * 65])
+def test_an_install_the_server_cannot_read_leaves_nothing_out(device: Device, install: str) -> None:
+    phone = device("phone", install)
+    made = creates(phone, 2)
+    assert versions(phone.pull()[0]) == {(entity_id, 1) for entity_id in made}
