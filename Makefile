@@ -66,6 +66,7 @@ RESULTS := benchmarks/results
 bench: system-deps $(TEST_STAMP)
 	$(BIN)/python benchmarks/queue_bench.py --json $(RESULTS)/queue_bench.json
 	$(BIN)/python benchmarks/sync_bench.py --json $(RESULTS)/sync_bench.json
+	$(BIN)/python benchmarks/cli_sync_bench.py --json $(RESULTS)/cli_sync_bench.json
 	$(BIN)/python benchmarks/server_bench.py --json $(RESULTS)/server_bench.json
 	$(QT_ENV) $(BIN)/python benchmarks/ui_bench.py --json $(RESULTS)/ui_bench.json
 	$(QT_ENV) FIELDSYNC_CHAOS_RESULTS=1 $(BIN)/pytest tests/chaos

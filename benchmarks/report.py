@@ -283,6 +283,43 @@ def render_sync(runs: dict[str, Run]) -> str:
     )
 
 
+def render_cli_sync(runs: dict[str, Run]) -> str:
+    run = runs["cli_sync_bench"]
+    lean, echoed, targets = run["bytes"], run["bytes_with_echoes"], run["metadata.targets"]
+    edits = run["edits"]
+    rows = [
+        (
+            f"`fieldsync sync --until-idle` of {edits:,} offline creates, process start included",
+            f"{rate(run['command_edits_per_s'])}/s",
+            f"{rate(run['server_batch_ingest_per_s'])}/s: {run['command_vs_ingest']:.2f}x",
+            f"≥ 0.70x: {met(targets['command_ge_70pct_of_ingest'])}",
+        ),
+        (
+            f"feed pages downloaded while draining them ({lean['feed_pages']} pages, "
+            f"{lean['feed_entries']} entries)",
+            f"{lean['feed_bytes']:,} bytes",
+            f"{lean['mutation_request_bytes']:,} bytes of mutations uploaded: "
+            f"{lean['feed_bytes'] / lean['mutation_request_bytes']:.2%}",
+            f"< 5 %: {met(targets['feed_bytes_lt_5pct_of_mutation_bytes'])}",
+        ),
+        (
+            "the same feed with every echo (an app without `Fieldsync-Install`)",
+            f"{echoed['feed_bytes']:,} bytes",
+            percent(echoed["feed_bytes"], echoed["mutation_request_bytes"]),
+            "",
+        ),
+    ]
+    body = table(["measurement", "figure", "baseline in the same run", "target"], rows)
+    return (
+        f"{body}\n\n"
+        f"Mutation replies: {lean['mutation_reply_bytes']:,} bytes in "
+        f"{lean['mutation_requests']} requests. "
+        f"{run['metadata.mode'].capitalize()} run, medians of {run['metadata.runs']} runs "
+        f"(ratios {', '.join(f'{r:.2f}' for r in run['metadata.ratios'])}).\n"
+        f"{measured(run)}\n"
+    )
+
+
 def render_ui(runs: dict[str, Run]) -> str:
     run = runs["ui_bench"]
     drain, paint, memory = run["drain"], run["first_paint"], run["memory"]
@@ -906,6 +943,7 @@ CHAOS = ("chaos", "chaos-large")
 BLOCKS: dict[str, Block] = {
     "queue": Block(("queue_bench",), render_queue),
     "sync": Block(("sync_bench",), render_sync),
+    "cli-sync": Block(("cli_sync_bench",), render_cli_sync),
     "ui": Block(("ui_bench",), render_ui),
     "server": Block(("server_bench",), render_server),
     "upload": Block(("upload_bench",), render_upload),
@@ -936,6 +974,7 @@ BLOCKS: dict[str, Block] = {
 COMMANDS = {
     "queue_bench": "benchmarks/queue_bench.py --json benchmarks/results/queue_bench.json",
     "sync_bench": "benchmarks/sync_bench.py --json benchmarks/results/sync_bench.json",
+    "cli_sync_bench": "benchmarks/cli_sync_bench.py --json benchmarks/results/cli_sync_bench.json",
     "ui_bench": "benchmarks/ui_bench.py --json benchmarks/results/ui_bench.json",
     "server_bench": "benchmarks/server_bench.py --json benchmarks/results/server_bench.json",
     "upload_bench": "benchmarks/upload_bench.py --json benchmarks/results/upload_bench.json",

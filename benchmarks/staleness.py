@@ -27,6 +27,7 @@ __all__ = ["DECLARED_IN", "GitUnavailable", "declared_paths", "stale_reason"]
 DECLARED_IN = {
     "queue_bench": "benchmarks/queue_bench.py",
     "sync_bench": "benchmarks/sync_bench.py",
+    "cli_sync_bench": "benchmarks/cli_sync_bench.py",
     "server_bench": "benchmarks/server_bench.py",
     "ui_bench": "benchmarks/ui_bench.py",
     "upload_bench": "benchmarks/upload_bench.py",

@@ -23,6 +23,7 @@ import report  # noqa: E402
 BLOCKS = {
     "queue_bench": "queue",
     "sync_bench": "sync",
+    "cli_sync_bench": "cli-sync",
     "server_bench": "server",
     "ui_bench": "ui",
     "upload_bench": "upload",
