@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 import time
 from collections import Counter
@@ -26,7 +27,7 @@ from typing import Any
 
 import psycopg2
 
-__all__ = ["CpuWindow", "PostgresWaits", "postmaster_pid", "tree"]
+__all__ = ["CpuWindow", "PostgresWaits", "postmaster_pid", "statement_shape", "tree"]
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -105,14 +106,17 @@ class CpuWindow:
 
 class PostgresWaits:
     """Samples the client backends of one database every `interval` seconds: how often an
-    active backend was waiting, and on what (`Lock` is a row or table lock, `LWLock` an
-    internal one, `IO` the disk, `Client` the server process's next command)."""
+    active backend was waiting, and on what (`Lock` is a heavyweight lock: a row, a
+    transaction, a table or its extension; `LWLock` an internal one, `IO` the disk, `Client`
+    the server process's next command). For `Lock` waits it also counts the statement that
+    waited (literals blanked), so a lock queue names its query."""
 
     def __init__(self, db_url: str, interval: float = 0.02) -> None:
         self._db_url = db_url
         self._interval = interval
         self._stop = threading.Event()
         self._samples: Counter[str] = Counter()
+        self._locks: Counter[str] = Counter()
         self._thread = threading.Thread(target=self._run, name="pg-waits", daemon=True)
 
     def _run(self) -> None:
@@ -122,14 +126,17 @@ class PostgresWaits:
             with connection.cursor() as cursor:
                 while not self._stop.wait(self._interval):
                     cursor.execute(
-                        "SELECT state, wait_event_type, wait_event FROM pg_stat_activity "
+                        "SELECT state, wait_event_type, wait_event, left(query, 400) "
+                        "FROM pg_stat_activity "
                         "WHERE datname = current_database() AND pid <> pg_backend_pid() "
                         "AND backend_type = 'client backend'"
                     )
-                    for state, wait_type, wait_event in cursor.fetchall():
+                    for state, wait_type, wait_event, query in cursor.fetchall():
                         if state == "active":
                             self._samples["active"] += 1
                             self._samples[f"{wait_type}:{wait_event}" if wait_type else "cpu"] += 1
+                            if wait_type == "Lock":
+                                self._locks[f"{wait_event}: {statement_shape(query)}"] += 1
                         elif state == "idle in transaction":
                             self._samples["idle_in_transaction"] += 1
                     self._samples["ticks"] += 1
@@ -145,13 +152,15 @@ class PostgresWaits:
         self._thread.join(timeout=10)
 
     def summary(self) -> dict[str, Any]:
-        """Samples taken, active-backend samples, and the share of those in each wait."""
+        """Samples taken, active-backend samples, the share of those in each wait, the share
+        waiting on a heavyweight lock, and the statements that waited on one most."""
         active = self._samples["active"]
         shares = {
             name: round(count / active, 3)
             for name, count in self._samples.most_common()
             if name not in ("active", "ticks", "idle_in_transaction") and active
         }
+        locked = sum(count for name, count in self._samples.items() if name.startswith("Lock:"))
         return {
             "samples": self._samples["ticks"],
             "active_backends_mean": round(active / max(self._samples["ticks"], 1), 2),
@@ -159,4 +168,19 @@ class PostgresWaits:
                 self._samples["idle_in_transaction"] / max(self._samples["ticks"], 1), 2
             ),
             "active_share_by_wait": shares,
+            "lock_wait_share": round(locked / active, 4) if active else 0.0,
+            "lock_waits_by_statement": {
+                name: round(count / active, 4) for name, count in self._locks.most_common(5)
+            },
         }
+
+
+def statement_shape(query: str | None) -> str:
+    """A statement with its literals blanked and its whitespace squeezed, cut to 160 characters:
+    the same statement from every backend counts as one."""
+    text = _LITERALS.sub("?", query or "")
+    return " ".join(text.split())[:160]
+
+
+# Quoted strings, then numbers not part of a name: what the driver inlined for parameters.
+_LITERALS = re.compile(r"'(?:[^']|'')*'|(?<![\w\"])-?\d+(?:\.\d+)?")

@@ -517,11 +517,34 @@ def render_scope(runs: dict[str, Run]) -> str:
                 f"({label}, {int(large):,} work orders): one server process "
                 f"{rate(g['one_process_edits_per_s'])} edits/s, two "
                 f"{rate(g['two_processes_edits_per_s'])} edits/s, scaling ratio "
-                f"{g['scaling_ratio']}×." + _goodput_cpu(g)
+                f"{g['scaling_ratio']}×." + _lock_waits(g) + _goodput_cpu(g)
             )
     mode = "Quick" if run["metadata.quick"] else "Full"
     note = f" {run['metadata.note']}" if run["metadata.note"] else ""
     return "\n\n".join(parts) + f"\n\n{mode} run.{note}\n{measured(run)}\n"
+
+
+def _lock_waits(goodput: dict[str, Any]) -> str:
+    """The drain's lock-wait share against its target, and the statement that waited most
+    (runs that predate the figure have none)."""
+    if "lock_wait_share" not in goodput:
+        return ""
+    shares = goodput["lock_wait_share"]
+    per_count = ", ".join(
+        f"{share:.1%} with {workers} process{'es' if workers != '1' else ''}"
+        for workers, share in shares.items()
+    )
+    target = goodput["lock_wait_target"]
+    said = (
+        f" PostgreSQL's active backends waited on a lock {per_count} (median of runs; at worst "
+        f"{goodput['lock_wait_share_max']:.1%}, target < {target:.0%}: "
+        f"{met(goodput['lock_wait_share_max'] < target)})."
+    )
+    statements = goodput["lock_waits_by_statement"]
+    if statements:
+        statement, share = next(iter(statements.items()))
+        said += f" The most waited: `{statement}` ({share:.1%})."
+    return said
 
 
 def _goodput_cpu(goodput: dict[str, Any]) -> str:
@@ -534,7 +557,8 @@ def _goodput_cpu(goodput: dict[str, Any]) -> str:
             continue
         one = probed[0]
         waits = one["postgresql_waits"]["active_share_by_wait"]
-        locks = sum(share for name, share in waits.items() if name.startswith("Lock:"))
+        locked = sum(share for name, share in waits.items() if name.startswith("Lock:"))
+        locks = one["postgresql_waits"].get("lock_wait_share", locked)
         said.append(
             f"{workers} process{'es' if workers != '1' else ''}: CPU per edit "
             f"{one['server_cpu_ms_per_edit']} ms in the server, "
