@@ -4,14 +4,20 @@
 column added to a model reaches an older database only through a step here. Steps are
 numbered, applied in order, each in one transaction with the row that records it, and
 idempotent (a fresh database already has the columns; a step checks before it adds). Several
-server processes (or hosts) may start at once: on PostgreSQL an advisory lock makes the others
-wait for the first, on SQLite `BEGIN IMMEDIATE` does.
+server processes (or hosts) may start at once: the first applies the steps, the others wait
+for it. On SQLite `BEGIN IMMEDIATE` makes them wait. On PostgreSQL an advisory lock held by
+the session does, taken by polling `pg_try_advisory_lock` between statements: an index built
+`CONCURRENTLY` (step 4) runs outside any transaction and waits for every transaction whose
+snapshot is older than its own, which would include a process left waiting for the lock
+inside a statement, while that process waits for the builder: a deadlock.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import peewee as pw
 from playhouse.migrate import SchemaMigrator, migrate
@@ -91,13 +97,26 @@ def _step4_covering_feed_index(db: pw.Database, tables: Tables) -> None:
     Without it every change of a page is a lookup in the table, whose rows of one key lie
     scattered among all the others: at a million work orders a worker's first sync read
     600 pages more there than at ten thousand. The index with the column is created before
-    the narrower one goes, so no moment is left without one."""
+    the narrower one goes, so no moment is left without one.
+
+    On PostgreSQL both go `CONCURRENTLY`, outside a transaction (`apply_steps`): a plain
+    `CREATE INDEX` blocks every write to the table for the whole build, minutes at millions
+    of entries. A concurrent build that failed (or whose process was killed) leaves its index
+    INVALID: unused by queries yet kept up by every write. It is dropped and built again."""
     table = tables.ScopeEntry._meta.table_name
-    db.execute_sql(
-        f'CREATE INDEX IF NOT EXISTS "{table}_key_seq_entity_id" '
-        f'ON "{table}" ("key", "seq", "entity_id")'
-    )
-    db.execute_sql(f'DROP INDEX IF EXISTS "{table}_key_seq"')
+    wide, narrow = f"{table}_key_seq_entity_id", f"{table}_key_seq"
+    columns = '("key", "seq", "entity_id")'
+    if not isinstance(db, pw.PostgresqlDatabase):
+        db.execute_sql(f'CREATE INDEX IF NOT EXISTS "{wide}" ON "{table}" {columns}')
+        db.execute_sql(f'DROP INDEX IF EXISTS "{narrow}"')
+        return
+    found = db.execute_sql(
+        "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (f'"{wide}"',)
+    ).fetchone()
+    if found is not None and not found[0]:
+        db.execute_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{wide}"')
+    db.execute_sql(f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{wide}" ON "{table}" {columns}')
+    db.execute_sql(f'DROP INDEX CONCURRENTLY IF EXISTS "{narrow}"')
 
 
 def _step5_conflict_base(db: pw.Database, tables: Tables) -> None:
@@ -126,6 +145,16 @@ def _step8_device_installs(db: pw.Database, tables: Tables) -> None:
     )
 
 
+def _step21_ending_legacy_in_batches(db: pw.Database, tables: Tables) -> None:
+    """Devices gain `legacy_ending_after`: how far the end of a legacy device's everything,
+    done in batches (server/scope/legacy.py), has gone."""
+    _add_missing(
+        db,
+        tables.Device._meta.table_name,
+        {"legacy_ending_after": pw.CharField(max_length=36, null=True)},
+    )
+
+
 #: (number, step) in order. Append only; never edit a released step. Numbers need not be
 #: contiguous: each step is applied once, whichever landed first.
 STEPS: list[tuple[int, Step]] = [
@@ -137,23 +166,61 @@ STEPS: list[tuple[int, Step]] = [
     (6, _step6_work_order_changes),
     (8, _step8_device_installs),
     (20, separate_file_entries),
+    (21, _step21_ending_legacy_in_batches),
 ]
 
 
+#: Steps that run outside a transaction on PostgreSQL (their statements refuse one).
+_OUTSIDE_A_TRANSACTION = frozenset({4})
+
+# Between two tries of the lock another process holds: short at first (a step usually takes
+# milliseconds), never more than this.
+_LOCK_POLL_MAX_S = 0.5
+
+
 def apply_steps(db: pw.Database, tables: Tables) -> list[int]:
-    """Apply the steps this database lacks; return their numbers."""
+    """Apply the steps this database lacks; return their numbers. Call it outside a
+    transaction."""
+    if not isinstance(db, pw.PostgresqlDatabase):
+        with db.atomic():
+            return _apply(db, tables, postgres=False)
+    with _session_lock(db):
+        return _apply(db, tables, postgres=True)
+
+
+def _apply(db: pw.Database, tables: Tables, *, postgres: bool) -> list[int]:
     steps = tables.SchemaStep
     applied: list[int] = []
-    with db.atomic():
-        if isinstance(db, pw.PostgresqlDatabase):
-            db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK,))
-        done = {row.step for row in steps.select(steps.step)}
-        for number, step in STEPS:
-            if number in done:
-                continue
+    done = {row.step for row in steps.select(steps.step)}
+    for number, step in STEPS:
+        if number in done:
+            continue
+        if postgres and number in _OUTSIDE_A_TRANSACTION:
+            step(db, tables)  # idempotent: a process killed before the row below reruns it
+            with db.atomic():
+                _record(tables, number)
+        else:
             with db.atomic():
                 step(db, tables)
-                stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-                steps.insert(step=number, applied_at=stamp).execute()
-            applied.append(number)
+                _record(tables, number)
+        applied.append(number)
     return applied
+
+
+def _record(tables: Tables, number: int) -> None:
+    stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    tables.SchemaStep.insert(step=number, applied_at=stamp).execute()
+
+
+@contextmanager
+def _session_lock(db: pw.Database) -> Iterator[None]:
+    """Hold "the schema steps" advisory lock for this session (see the module docstring for
+    why it is polled); a process that dies lets it go with its connection."""
+    pause = 0.01
+    while not db.execute_sql("SELECT pg_try_advisory_lock(%s)", (_ADVISORY_LOCK,)).fetchone()[0]:
+        time.sleep(pause)
+        pause = min(2 * pause, _LOCK_POLL_MAX_S)
+    try:
+        yield
+    finally:
+        db.execute_sql("SELECT pg_advisory_unlock(%s)", (_ADVISORY_LOCK,))

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import peewee as pw
+import psycopg2
 import pytest
 
+from server.db.schema import apply_steps
 from server.db.store import open_store
 from server.embedded import start_server
 from tests.support.api import ServerApi
@@ -144,3 +151,134 @@ def test_an_older_database_gets_the_change_log(db_url: str) -> None:
         assert steps.get_or_none(steps.step == 6) is not None
     finally:
         store.close()
+
+
+def _wait_for(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def _backends(url: str, query_prefix: str, *, waiting: bool = False) -> list[int]:
+    """The database's other backends whose (last) statement starts with `query_prefix`."""
+    with psycopg2.connect(url) as connection, connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND query LIKE %s"
+            + (" AND wait_event_type = 'Lock'" if waiting else ""),
+            (query_prefix + "%",),
+        )
+        pids = [int(row[0]) for row in cursor.fetchall()]
+    connection.close()
+    return pids
+
+
+def _index_valid(url: str, name: str) -> bool | None:
+    """Whether the index is valid (None: there is none)."""
+    with psycopg2.connect(url) as connection, connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (f'"{name}"',)
+        )
+        row = cursor.fetchone()
+    connection.close()
+    return None if row is None else bool(row[0])
+
+
+class _Steps(threading.Thread):
+    """One server process's start: the schema steps on its own connection."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.applied: list[int] | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        store = open_store(self.url, create=False)
+        try:
+            with store.db.connection_context():
+                self.applied = apply_steps(store.db, store.tables)
+        except BaseException as error:  # handed to the test
+            self.error = error
+        finally:
+            store.close()
+
+
+@contextmanager
+def _writer_in_progress(url: str) -> Iterator[None]:
+    """A transaction that wrote to `scope_entry` and stays open: a concurrent index build
+    waits for it."""
+    connection = psycopg2.connect(url)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO scope_entry (key, entity_id, seq, present) "
+                "VALUES ('u:nobody', 'in-flight', 1, FALSE)"
+            )
+        yield
+    finally:
+        connection.rollback()
+        connection.close()
+
+
+_BUILD = "CREATE INDEX CONCURRENTLY"
+_WIDE = "scope_entry_key_seq_entity_id"
+
+
+@pytest.mark.postgres
+def test_a_failed_concurrent_build_of_the_feed_index_is_redone(postgres: PostgresCluster) -> None:
+    url = postgres.create_server_database("fieldsync_invalid_index")
+    _as_before_the_covering_index(url)
+    assert _index_valid(url, _WIDE) is None
+    with _writer_in_progress(url):
+        start = _Steps(url)
+        start.start()
+        # The build waits for the writer (the table stays writable); cancelled there, it
+        # leaves its index behind, INVALID, as a killed build does.
+        _wait_for(lambda: bool(_backends(url, _BUILD, waiting=True)), "the build to wait")
+        [builder] = _backends(url, _BUILD, waiting=True)
+        with psycopg2.connect(url) as admin, admin.cursor() as cursor:
+            cursor.execute("SELECT pg_cancel_backend(%s)", (builder,))
+        admin.close()
+        start.join(timeout=30)
+    assert isinstance(start.error, pw.OperationalError), start.error
+    assert _index_valid(url, _WIDE) is False
+    store = open_store(url)  # the next start builds it again
+    try:
+        steps = store.tables.SchemaStep
+        assert steps.get_or_none(steps.step == 4) is not None
+    finally:
+        store.close()
+    assert _index_valid(url, _WIDE) is True
+    assert _feed_indexes(url) == {_WIDE: ["key", "seq", "entity_id"]}
+
+
+@pytest.mark.postgres
+def test_two_servers_starting_at_once_build_the_feed_index_once(
+    postgres: PostgresCluster,
+) -> None:
+    url = postgres.create_server_database("fieldsync_two_starts")
+    _as_before_the_covering_index(url)
+    with _writer_in_progress(url):
+        first = _Steps(url)
+        first.start()
+        _wait_for(lambda: bool(_backends(url, _BUILD, waiting=True)), "the first build")
+        [builder] = _backends(url, _BUILD, waiting=True)
+        second = _Steps(url)
+        second.start()
+        # The second waits for the first's lock between statements, never inside one that
+        # the build would in turn wait for.
+        _wait_for(
+            lambda: bool(set(_backends(url, "SELECT pg_try_advisory_lock")) - {builder}),
+            "the second start to wait",
+        )
+        assert first.is_alive()
+        assert second.is_alive()
+    for start in (first, second):
+        start.join(timeout=60)
+        assert start.error is None, start.error
+    assert sorted([first.applied, second.applied]) == [[], [4]]
+    assert _index_valid(url, _WIDE) is True
+    assert _feed_indexes(url) == {_WIDE: ["key", "seq", "entity_id"]}
