@@ -18,7 +18,8 @@ What a worker may reach depends on the server's mode (`Settings.worker_search`):
   newer than the newest it was sent, and the 409 `current` it needs to merge that one work
   order is sent to it. Reading it again (record, files, pin) is not: it left.
 
-An admin (and a worker from before scopes, see server/scope/legacy.py) reaches everything.
+An admin (and a worker from before scopes, until `set-device` has told it of every work order
+that left it, see server/scope/legacy.py) reaches everything.
 Uploads and conflicts belong to the device that made them (an admin reads every conflict).
 """
 
@@ -125,7 +126,7 @@ class Viewer:
 
     @classmethod
     def of(cls, device: AuthenticatedDevice, settings: Settings) -> Viewer:
-        everywhere = device.sees_everything or settings.worker_search != "scope"
+        everywhere = device.reaches_everything or settings.worker_search != "scope"
         return cls(device.id, device.user, device.team, device.is_admin, everywhere)
 
     @property

@@ -35,6 +35,7 @@ from server.routes import (
     search,
     uploads,
 )
+from server.scope.legacy import finish_legacy_ends
 from server.scope.prune import prune_scope_entries
 from server.settings import Settings
 from server.uploads.blobs import BlobStore, RunningHashes, attachments_root
@@ -65,6 +66,9 @@ def _prune_forever(context: ServerContext, stop: threading.Event) -> None:
             live = unfinished_upload_ids(context.store)
             removed += context.locks.prune(live, context.settings.clock() - _LOCK_FILE_GRACE_S)
             log_event(logger, logging.INFO, "pruned uploads and files", removed=removed)
+            told = finish_legacy_ends(context.store)
+            if told:
+                log_event(logger, logging.INFO, "ended legacy scopes", out_of_scope=told)
             removed = prune_scope_entries(context.store)
             log_event(logger, logging.INFO, "pruned scope entries", removed=removed)
         except Exception:

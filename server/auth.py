@@ -19,7 +19,7 @@ import peewee as pw
 from app.records import printable
 from server.db.store import Store
 from server.scope.keys import Scope, stamp_device_scope
-from server.scope.legacy import end_legacy_scope
+from server.scope.legacy import begin_legacy_end, finish_legacy_end
 
 __all__ = [
     "AuthenticatedDevice",
@@ -58,6 +58,8 @@ class AuthenticatedDevice:
     #: Its store's `Fieldsync-Install` id and that install's floor (server/scope/echoes.py).
     install_id: str = ""
     install_floor: int = 0
+    #: A legacy worker's end is under way: its feed is its scope, but it reaches everything.
+    ending_legacy: bool = False
 
     @property
     def is_admin(self) -> bool:
@@ -67,6 +69,12 @@ class AuthenticatedDevice:
     def sees_everything(self) -> bool:
         """An admin, or a legacy worker: its feed and search are the whole organisation."""
         return self.is_admin or self.legacy
+
+    @property
+    def reaches_everything(self) -> bool:
+        """It may read and write every work order (server/access.py): it sees everything, or
+        has not yet been told of all that left it (server/scope/legacy.py)."""
+        return self.sees_everything or self.ending_legacy
 
 
 @dataclass(frozen=True)
@@ -78,12 +86,13 @@ class DeviceInfo:
     user: str = ""
     team: str = ""
     legacy: bool = False
+    ending_legacy: bool = False
 
 
 def _info(row: Any) -> DeviceInfo:
     return DeviceInfo(
         row.name, row.role, row.created_at, row.revoked_at, row.user_name, row.team,
-        bool(row.legacy_scope),
+        bool(row.legacy_scope), row.legacy_ending_after is not None,
     )  # fmt: skip
 
 
@@ -143,30 +152,40 @@ def set_device(
     the scope keys it gains or loses (server/scope/keys.py), so its next pull brings the newly
     visible ones and says `out_of_scope` for the others, without a full download. A legacy
     device (server/scope/legacy.py) stops seeing everything: it is told each work order that
-    its scope does not hold."""
+    its scope does not hold, in batches of their own transactions after this one."""
     if user is not None:
         _check_text("user", user, 200, empty=False)
     if team is not None:
         _check_text("team", team, 100, empty=True)
     devices = store.tables.Device
-    # It reads whole keys' entries: every other writer waits (PostgreSQL), as on SQLite.
-    with store.write_transaction(rescope=True) as sequence:
-        row = devices.get_or_none(devices.name == name)
-        if row is None:
+    while True:
+        found = devices.get_or_none(devices.name == name)
+        if found is None:
             return None
-        before = Scope(row.id, row.user_name, row.team, admin=False)
-        row.user_name = row.user_name if user is None else user
-        row.team = row.team if team is None else team
-        legacy, row.legacy_scope = row.legacy_scope, False
-        devices.update(user_name=row.user_name, team=row.team, legacy_scope=False).where(
-            devices.id == row.id
-        ).execute()
-        after = Scope(row.id, row.user_name, row.team, admin=False)
+        # An end of its everything left under way (a killed set-device) goes first: the
+        # batches stamp for the scope it began with.
+        finish_legacy_end(store, found.id)
+        # It reads whole keys' entries: every other writer waits (PostgreSQL), as on SQLite.
+        with store.write_transaction(rescope=True) as sequence:
+            row = devices.get_or_none(devices.id == found.id)
+            if row is None or row.legacy_ending_after is not None:
+                continue  # another set-device began one meanwhile: finish it first
+            before = Scope(row.id, row.user_name, row.team, admin=False)
+            row.user_name = row.user_name if user is None else user
+            row.team = row.team if team is None else team
+            legacy = bool(row.legacy_scope)
+            devices.update(user_name=row.user_name, team=row.team).where(
+                devices.id == row.id
+            ).execute()
+            if legacy:
+                begin_legacy_end(store, row.id)
+            else:
+                after = Scope(row.id, row.user_name, row.team, admin=False)
+                stamp_device_scope(store, before, after, sequence)
         if legacy:
-            end_legacy_scope(store, after, sequence)
-        else:
-            stamp_device_scope(store, before, after, sequence)
-    return _info(row)
+            finish_legacy_end(store, row.id)
+            row.legacy_scope = False
+        return _info(row)
 
 
 def revoke_device(store: Store, name: str) -> bool:
@@ -209,4 +228,5 @@ def authenticate(store: Store, authorization: str | None) -> AuthenticatedDevice
         id=row.id, name=row.name, role=role, user=row.user_name, team=row.team,
         legacy=bool(row.legacy_scope), feed_position=int(row.feed_position),
         install_id=row.install_id, install_floor=int(row.install_floor),
+        ending_legacy=row.legacy_ending_after is not None,
     )  # fmt: skip

@@ -212,6 +212,8 @@ def _sees(device: DeviceInfo) -> str:
         return "everything"
     if device.legacy:
         return "everything (from before scopes: set-device to scope it)"
+    if device.ending_legacy:
+        return "its scope (still ending everything from before scopes: set-device finishes it)"
     return "its scope"
 
 

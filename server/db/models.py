@@ -56,6 +56,9 @@ class Device(_Base):
     team = pw.CharField(max_length=100, default="")
     #: A worker from before scopes: its feed is everything until `set-device` (scope/legacy.py).
     legacy_scope = pw.BooleanField(default=False)
+    #: While that ends, batch by batch: the last work order id done ("" before the first). Its
+    #: feed is its scope then, but it still reaches everything; None once ended (or never).
+    legacy_ending_after = pw.CharField(max_length=36, null=True)
     #: The highest `since` it pulled the feed from: it holds every change up to there.
     feed_position = pw.BigIntegerField(default=0)
     #: The store it last wrote or pulled from (`Fieldsync-Install`, server/scope/echoes.py),

@@ -11,7 +11,24 @@ Ending it stamps the device's own `d:` key (server/scope/keys.py) at a new chang
 work order its new scope does not hold, so its next pull says `out_of_scope` once for each
 of them and keeps what is still its own, without a new download. That is one entry per such
 work order: the device held all of them; pruning (server/scope/prune.py) removes the entries
-once the device has pulled past them.
+once the device has pulled past them. On a large server that is a million entries: in one
+transaction they would hold back every device's feed (its horizon, server/db/store.py) for
+the whole time, and past 2^24 outgrow what one transaction may number. So they are written
+in batches of work orders in id order, each batch its own write transaction, which also moves
+the device's `legacy_ending_after` to the last id it did:
+
+- `set-device` scopes the device's feed at once (user, team, `legacy_ending_after = ""`),
+  then runs the batches. Stamps take new numbers, above wherever the device's feed stands, so
+  it reads each of them once, whenever it pulls.
+- Until the last batch clears `legacy_ending_after`, the device still reaches every work order
+  (server/access.py): the ones not yet stamped are still on it, and its edits of them go on.
+- A `set-device` killed midway leaves the id of its last committed batch: the next
+  `set-device` of that device, or a server's pruner, goes on after it (`finish_legacy_ends`),
+  so no work order is stamped twice or skipped. Two finishers of one device take turns (an
+  advisory lock on the device; SQLite's one writer) and each rereads the id.
+- A work order changed meanwhile needs nothing more: a stamp makes the feed send its state at
+  that time (a record if in scope, `out_of_scope` if not), and a change of its keys reaches
+  the device through those keys, as for any scoped device.
 
 Step 3 also gives work orders from before scopes their scope entries (the scoped feed reads
 nothing else), and devices their feed position (for pruning).
@@ -29,11 +46,19 @@ from server.scope.held import note_held
 from server.scope.keys import DEVICE, TEAM, USER, Scope, tuples_of, upsert_entries
 
 if TYPE_CHECKING:
-    from server.db.store import ChangeSequence, Store
+    from server.db.store import Store
 
-__all__ = ["backfill_scope_entries", "end_legacy_scope", "mark_legacy_devices"]
+__all__ = [
+    "backfill_scope_entries",
+    "begin_legacy_end",
+    "finish_legacy_end",
+    "finish_legacy_ends",
+    "mark_legacy_devices",
+]
 
 _CHUNK = 5000
+# Names "ending a legacy device" among advisory locks; the device id is the second key.
+_ENDING_LOCK = 0x46534C45
 
 
 def _moment(text: str | None) -> dt.datetime | None:
@@ -55,10 +80,10 @@ def mark_legacy_devices(tables: Tables) -> None:
         devices.user_name == devices.name,
         devices.team == "",
     )
-    for row in query:
-        created = _moment(row.created_at)
+    for device_id, created_at in tuples_of(query):
+        created = _moment(created_at)
         if scoped_at is None or created is None or created <= scoped_at:
-            legacy.append(row.id)
+            legacy.append(device_id)
     if legacy:
         devices.update(legacy_scope=True).where(devices.id.in_(legacy)).execute()
 
@@ -80,28 +105,63 @@ def backfill_scope_entries(db: pw.Database, tables: Tables) -> None:
     )
 
 
-def end_legacy_scope(store: Store, after: Scope, sequence: ChangeSequence) -> int:
-    """Tell a device that saw everything that each work order outside `after` left it; return
-    how many. Runs inside `set_device`'s write transaction."""
-    orders, pins = store.tables.WorkOrder, store.tables.Pin
-    pinned = {
-        row[0] for row in tuples_of(pins.select(pins.entity_id).where(pins.user_name == after.user))
-    }
-    own = DEVICE + str(after.device_id)
-    left = 0
-    last = ""
-    while True:
+def begin_legacy_end(store: Store, device_id: int) -> None:
+    """Start ending a legacy device's everything, inside `set_device`'s transaction (which
+    has just given the device its scope); `finish_legacy_end` does the rest."""
+    devices = store.tables.Device
+    devices.update(legacy_scope=False, legacy_ending_after="").where(
+        devices.id == device_id
+    ).execute()
+
+
+def finish_legacy_end(store: Store, device_id: int) -> int:
+    """Run the device's remaining batches, if its end is under way; return how many work
+    orders they told it left."""
+    told = 0
+    while (batch := _next_batch(store, device_id)) is not None:
+        told += batch
+    return told
+
+
+def finish_legacy_ends(store: Store) -> int:
+    """Finish every end left under way (a `set-device` killed midway); return as above."""
+    devices = store.tables.Device
+    query = devices.select(devices.id).where(devices.legacy_ending_after.is_null(False))
+    return sum(finish_legacy_end(store, int(row[0])) for row in tuples_of(query))
+
+
+def _next_batch(store: Store, device_id: int) -> int | None:
+    """Tell the device of the next `_CHUNK` work orders (by id) each one that is not in its
+    scope; return how many, or None when none was left (the end is over)."""
+    devices, orders, pins = store.tables.Device, store.tables.WorkOrder, store.tables.Pin
+    with store.write_transaction() as sequence:
+        if store.is_postgres:
+            store.db.execute_sql("SELECT pg_advisory_xact_lock(%s, %s)", (_ENDING_LOCK, device_id))
+        row = devices.get_or_none(devices.id == device_id)
+        if row is None or row.legacy_ending_after is None:
+            return None
+        after = Scope(row.id, row.user_name, row.team, admin=False)
         query = (
             orders.select(
                 orders.id, orders.assignee, orders.team, orders.created_by, orders.version
             )
-            .where(orders.id > last)
+            .where(orders.id > row.legacy_ending_after)
             .order_by(orders.id)
             .limit(_CHUNK)
         )
         rows = list(tuples_of(query))
         if not rows:
-            return left
+            devices.update(legacy_ending_after=None).where(devices.id == device_id).execute()
+            return None
+        ids = [entity_id for entity_id, *_ in rows]
+        pinned = {
+            entity_id
+            for (entity_id,) in tuples_of(
+                pins.select(pins.entity_id).where(
+                    pins.user_name == after.user, pins.entity_id.between(ids[0], ids[-1])
+                )
+            )
+        }
         versions = {
             entity_id: int(version)
             for entity_id, assignee, team, created_by, version in rows
@@ -110,9 +170,9 @@ def end_legacy_scope(store: Store, after: Scope, sequence: ChangeSequence) -> in
                 entity_id in pinned,
             )
         }
-        gone = [(own, entity_id, sequence.next(), False) for entity_id in versions]
-        upsert_entries(store, gone)
+        own = DEVICE + str(device_id)
+        upsert_entries(store, [(own, entity_id, sequence.next(), False) for entity_id in versions])
         # It had every one of them: its edits of those still go through (server/access.py).
-        note_held(store, after.device_id, versions)
-        left += len(gone)
-        last = rows[-1][0]
+        note_held(store, device_id, versions)
+        devices.update(legacy_ending_after=ids[-1]).where(devices.id == device_id).execute()
+        return len(versions)
