@@ -570,6 +570,70 @@ def _goodput_cpu(goodput: dict[str, Any]) -> str:
     return (" " + "; ".join(said) + ".") if said else ""
 
 
+def _storm_label(one: dict[str, Any]) -> str:
+    count = one["server_processes"]
+    label = f"{count} server process{'es' if count != 1 else ''}"
+    return label if one["admission"] else f"{label}, no admission (baseline)"
+
+
+def render_storm(runs: dict[str, Run]) -> str:
+    run = runs["storm_bench"]
+    storms = run["runs"]
+    devices, edits, window = (
+        run["metadata.devices"],
+        run["metadata.edits"],
+        run["metadata.window_s"],
+    )
+
+    def row(label: str, pick: Callable[[dict[str, Any]], Any]) -> list[Any]:
+        return [label, *(pick(one) for one in storms)]
+
+    def shares(one: dict[str, Any]) -> str:
+        share = one["cpu_share"]
+        return " / ".join(f"{share[g]:.0%}" for g in ("server", "postgresql", "devices"))
+
+    def memory(one: dict[str, Any]) -> str:
+        peak = max(one["rss"]["peak_mib"].values())
+        growth = max(one["rss"]["growth_mib"].values())
+        return f"{peak:g} MiB (+{growth:g} MiB)"
+
+    def zero(count: int) -> str:
+        return f"{count}: {met(count == 0)}"
+
+    def once(one: dict[str, Any]) -> str:
+        checks = one["checks"]
+        return f"{one['edits']:,}: {met(checks['exactly_once'] and checks['none_given_up'])}"
+
+    rows = [
+        row("edits applied exactly once (PostgreSQL rows and versions)", once),
+        row("edits/s, first device back to last edit acknowledged",
+            lambda one: f"{rate(one['edits_per_s'])}/s"),
+        row("the same server's batch ingest alone (baseline)",
+            lambda one: f"{rate(one['baseline_batch_edits_per_s'])}/s"),
+        row("a device's time from back to idle, p50 / p99",
+            lambda one: f"{one['idle_s']['p50']} / {one['idle_s']['p99']} s"),
+        row("429 with Retry-After answered (devices refused)",
+            lambda one: f"{one['refused_saturated']:,} ({one['devices_refused']:,})"),
+        row("requests sent before their Retry-After passed",
+            lambda one: zero(one["retry_after_violations"])),
+        row("5xx answered", lambda one: zero(one["server_errors"])),
+        row("CPU per edit: server / PostgreSQL",
+            lambda one: f"{one['cpu_ms_per_edit']['server']} / "
+            f"{one['cpu_ms_per_edit']['postgresql']} ms"),
+        row("share of the busy CPU: server / PostgreSQL / devices", shares),
+        row("PostgreSQL's active backends waiting on a lock",
+            lambda one: f"{one['lock_wait_share']:.1%}"),
+        row("a server process's memory at its peak (growth in the storm)", memory),
+    ]  # fmt: skip
+    header = ["", *(_storm_label(one) for one in storms)]
+    mode = "Quick" if run["metadata.quick"] else "Full"
+    note = f" {run['metadata.note']}" if run["metadata.note"] else ""
+    return (
+        f"{devices:,} devices, {edits} offline edits each, back within {window:g} s, on one "
+        "PostgreSQL.\n\n" + table(header, rows) + f"\n\n{mode} run.{note}\n{measured(run)}\n"
+    )
+
+
 def render_search(runs: dict[str, Run]) -> str:
     run = runs["search_bench"]
     sizes = [str(size) for size in run["metadata.sizes"]]
@@ -953,8 +1017,27 @@ def render_headline(runs: dict[str, Run]) -> str:
             f"≥ 80 %: {met(speed['met'])}",
             _day(upload),
         ),
+        _storm_headline(runs["storm_bench"]),
     ]
     return table(["", "measured", "target", "run"], rows) + "\n"
+
+
+def _storm_headline(run: Run) -> tuple[str, str, str, str]:
+    """The storm against the most server processes that ran with admission control."""
+    one = max((one for one in run["runs"] if one["admission"]),
+              key=lambda one: one["server_processes"])  # fmt: skip
+    count = one["server_processes"]
+    checks = one["checks"]
+    share = percent(one["edits_per_s"], one["baseline_batch_edits_per_s"])
+    return (
+        f"{run['metadata.devices']:,} devices back within {run['metadata.window_s']:g} s of an "
+        f"outage, {count} server process{'es' if count != 1 else ''} on PostgreSQL",
+        f"{rate(one['edits_per_s'])} edits/s ({share} of one device's batch ingest alone); "
+        f"idle p99 {one['idle_s']['p99']} s; "
+        f"{one['refused_saturated']:,} answered 429",
+        f"every edit once, no 5xx, Retry-After honoured: {met(all(checks.values()))}",
+        _day(run),
+    )
 
 
 @dataclass(frozen=True)
@@ -973,6 +1056,7 @@ BLOCKS: dict[str, Block] = {
     "upload": Block(("upload_bench",), render_upload),
     "scope": Block(("scope_bench",), render_scope),
     "search": Block(("search_bench",), render_search),
+    "storm": Block(("storm_bench",), render_storm),
     "console": Block(("console_bench",), render_console),
     "reliability-summary": Block(CHAOS, render_reliability_summary),
     "chaos-devices": Block(CHAOS, render_chaos_devices),
@@ -990,6 +1074,7 @@ BLOCKS: dict[str, Block] = {
             "scope_bench",
             "search_bench",
             "upload_bench",
+            "storm_bench",
         ),
         render_headline,
     ),  # fmt: skip
@@ -1004,6 +1089,7 @@ COMMANDS = {
     "upload_bench": "benchmarks/upload_bench.py --json benchmarks/results/upload_bench.json",
     "scope_bench": "benchmarks/scope_bench.py --json benchmarks/results/scope_bench.json",
     "search_bench": "benchmarks/search_bench.py --json benchmarks/results/search_bench.json",
+    "storm_bench": "benchmarks/storm_bench.py --json benchmarks/results/storm_bench.json",
     "console_bench": "benchmarks/console_bench.py --json benchmarks/results/console_bench.json",
     "chaos": "FIELDSYNC_CHAOS_RESULTS=1 pytest tests/chaos",
     "chaos-uploads": "FIELDSYNC_CHAOS_RESULTS=1 pytest tests/chaos/test_upload_chaos.py",

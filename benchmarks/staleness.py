@@ -33,6 +33,7 @@ DECLARED_IN = {
     "upload_bench": "benchmarks/upload_bench.py",
     "scope_bench": "benchmarks/scope_bench.py",
     "search_bench": "benchmarks/search_bench.py",
+    "storm_bench": "benchmarks/storm_bench.py",
     "console_bench": "benchmarks/console_bench.py",
     "chaos": "tests/chaos/helpers.py",
     "chaos-large": "tests/chaos/helpers.py",

@@ -29,6 +29,7 @@ BLOCKS = {
     "upload_bench": "upload",
     "scope_bench": "scope",
     "search_bench": "search",
+    "storm_bench": "storm",
     "console_bench": "console",
 }
 
