@@ -18,6 +18,7 @@ device is a SQLite store and a thread each):
   transient one waits `app.store.backoff.backoff_delay` with the app's `QueueConfig` and is
   dead after its `max_attempts`, a saturated server's `Retry-After` holds every request, and a
   busy feed waits as `app.sync.puller` does;
+- it names its install (`Fieldsync-Install`) on its writes and pulls, as the engine does;
 - after its edits it pulls as `app.sync.reconcile` does: `GET /v1/me`, then the feed in pages
   of `SyncConfig.pull_page_size` with the device report (`app.sync.device_report`) on the first;
 - it comes back as the engine does after an outage: its `/healthz` probe answers, then it waits
@@ -190,6 +191,9 @@ class StormDevice:
         self.recorder = Recorder(config.transport.max_connections)
         self.client = ServerClient(config.server_url, lambda: token, config.transport,
                                    transport=transport or self.recorder)  # fmt: skip
+        # Its store's own id, as `app.store.settings.install_id` makes it (the feed leaves out
+        # what this install wrote itself: server/scope/echoes.py).
+        self.client.install = uuid.uuid4().hex
         self.since: str | None = None
         self.busy_until = float("-inf")  # a saturated server's Retry-After (monotonic)
         self.pull_refused = 0

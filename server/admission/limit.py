@@ -9,7 +9,7 @@ stays bounded by `limit + queue` requests whatever the number of devices.
 
 The `Retry-After` a refused device is given spreads the refused over the time the process
 needs to work off what it was asked meanwhile: the requests refused in the last second, plus
-those running and waiting, over the rate it has been finishing them (`RetryAdvice`). Each
+those running and waiting, over the rate it finishes them when saturated (`RetryAdvice`). Each
 refusal draws a whole number of seconds from 1 to that estimate, so the returning devices do
 not all arrive in the same second again.
 """
@@ -19,56 +19,60 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+import time
 from collections import deque
 from collections.abc import Callable
 
 __all__ = ["Admission", "RetryAdvice"]
 
-#: How fast the finishing rate forgets the past (per second of its window).
-_RATE_WINDOW_S = 1.0
-_RATE_WEIGHT = 0.5
+#: Refusals within this long count as demand still to be met.
+_DEMAND_WINDOW_S = 1.0
+#: How much each finished request moves the mean time a request takes.
+_DURATION_WEIGHT = 0.1
+#: The mean assumed before any request has finished.
+_FIRST_DURATION_S = 0.1
 
 
 class RetryAdvice:
-    """The `Retry-After` of a refusal, from the recent finishing rate and demand (pure, with an
-    injected clock and random source)."""
+    """The `Retry-After` of a refusal, from how long requests take and the demand in hand
+    (pure, with an injected clock and random source).
+
+    The process finishes about `limit / mean duration` requests a second while saturated
+    (Little's law): measured from the requests themselves, not from a rate over time, so that
+    a storm after an idle hour meets the process's real pace at once."""
 
     def __init__(
-        self, most_s: int, clock: Callable[[], float], rng: random.Random | None = None
+        self,
+        most_s: int,
+        limit: int,
+        clock: Callable[[], float],
+        rng: random.Random | None = None,
     ) -> None:
-        if most_s < 1:
-            raise ValueError("the longest Retry-After is at least 1 s")
+        if most_s < 1 or limit < 1:
+            raise ValueError("the longest Retry-After is at least 1 s, the limit at least 1")
         self.most_s = most_s
+        self.limit = limit
         self._clock = clock
         self._rng = rng or random.Random()
-        self._window_start = clock()
-        self._finished_in_window = 0
-        self._rate: float | None = None  # requests finished per second, smoothed
+        self.mean_duration_s = _FIRST_DURATION_S
+        self._measured = False
         self._refused: deque[float] = deque()  # when each recent refusal was made
 
-    def _roll(self, now: float) -> None:
-        elapsed = now - self._window_start
-        if elapsed < _RATE_WINDOW_S:
+    def finished(self, duration_s: float) -> None:
+        """One admitted request ended after running `duration_s` seconds."""
+        if not self._measured:
+            self.mean_duration_s, self._measured = duration_s, True
             return
-        measured = self._finished_in_window / elapsed
-        previous = measured if self._rate is None else self._rate
-        self._rate = _RATE_WEIGHT * measured + (1 - _RATE_WEIGHT) * previous
-        self._window_start, self._finished_in_window = now, 0
-
-    def finished(self) -> None:
-        """One admitted request ended."""
-        self._roll(self._clock())
-        self._finished_in_window += 1
+        self.mean_duration_s += _DURATION_WEIGHT * (duration_s - self.mean_duration_s)
 
     def refuse(self, busy: int) -> int:
         """Seconds a request refused now should wait; `busy` requests are running or queued."""
         now = self._clock()
-        self._roll(now)
-        while self._refused and self._refused[0] <= now - _RATE_WINDOW_S:
+        while self._refused and self._refused[0] <= now - _DEMAND_WINDOW_S:
             self._refused.popleft()
         self._refused.append(now)
-        rate = max(self._rate or 0.0, 1.0)
-        spread = math.ceil((busy + len(self._refused)) / rate)
+        per_second = self.limit / max(self.mean_duration_s, 1e-3)
+        spread = math.ceil((busy + len(self._refused)) / per_second)
         return self._rng.randint(1, max(1, min(self.most_s, spread)))
 
 
@@ -95,6 +99,8 @@ class Admission:
         return len(self._waiting)
 
     async def enter(self) -> int | None:
+        """None once admitted (then `leave(started)` with `time.monotonic()` of now), or the
+        seconds of the refusal's Retry-After."""
         if self.running < self.limit and not self._waiting:
             self.running += 1
             return None
@@ -108,7 +114,7 @@ class Admission:
             pass
         except asyncio.CancelledError:  # the client went away while it waited
             if turn.done():
-                self.leave()  # it was handed a slot it will never use
+                self.leave(None)  # it was handed a slot it will never use
             else:
                 self._forget(turn)
             raise
@@ -121,8 +127,10 @@ class Admission:
         self._waiting.remove(turn)
         turn.cancel()
 
-    def leave(self) -> None:
-        self.advice.finished()
+    def leave(self, started: float | None) -> None:
+        """An admitted request ended; it ran from `started` (monotonic; None: never ran)."""
+        if started is not None:
+            self.advice.finished(time.monotonic() - started)
         while self._waiting:
             turn = self._waiting.popleft()
             if not turn.done():

@@ -31,9 +31,10 @@ def admission_for(settings: Settings) -> Admission | None:
     """The admission of one server process (None: unbounded, `max_in_flight_requests` 0)."""
     if settings.max_in_flight_requests <= 0:
         return None
-    advice = RetryAdvice(settings.busy_retry_after_max_seconds, time.monotonic)
+    limit = settings.max_in_flight_requests
+    advice = RetryAdvice(settings.busy_retry_after_max_seconds, limit, time.monotonic)
     return Admission(
-        settings.max_in_flight_requests,
+        limit,
         settings.max_queued_requests,
         settings.queue_wait_seconds,
         advice,
@@ -60,10 +61,11 @@ class AdmissionMiddleware:
         if wait is not None:
             await _refuse(send, wait)
             return
+        started = time.monotonic()
         try:
             await self.app(scope, receive, send)
         finally:
-            self.admission.leave()
+            self.admission.leave(started)
 
 
 async def _refuse(send: Send, retry_after: int) -> None:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from storm_device import Exchange, StormDevice, honour_violations, offline_edits  # noqa: E402
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UUID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
 #: Headers whose values differ per request or per run; their presence is still compared.
 _VARYING = {"authorization", "x-correlation-id", "content-length", "host"}
 

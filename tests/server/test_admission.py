@@ -99,22 +99,23 @@ async def until_refused(client: httpx.AsyncClient, token: str) -> httpx.Response
 
 def test_limit_retry_after_spreads_over_the_work_in_hand() -> None:
     now = [0.0]
-    advice = RetryAdvice(30, lambda: now[0], random.Random(1))
-    for _ in range(10):  # 10 requests finished in the first second: 10 a second
-        advice.finished()
-    now[0] = 1.0
+    advice = RetryAdvice(30, 2, lambda: now[0], random.Random(1))
+    for _ in range(5):
+        advice.finished(0.2)  # two at a time, 0.2 s each: 10 a second
+    now[0] = 3600.0  # an idle hour later, the storm meets the same pace
     waits = [advice.refuse(busy=20) for _ in range(40)]
-    # 20 busy + up to 40 refused this second, at ~10 a second: 1 to 6 s, spread.
+    # 20 busy + up to 40 refused this second, at 10 a second: 1 to 6 s, spread.
     assert min(waits) == 1
     assert 3 <= max(waits) <= 6
     assert len(set(waits)) >= 3
-    assert all(1 <= wait <= 30 for wait in waits)
-    assert RetryAdvice(1, lambda: 0.0).refuse(busy=1000) == 1  # never above the most
+    now[0] += 2.0  # the refusals of a second ago are no longer demand in hand
+    assert advice.refuse(busy=0) == 1
+    assert RetryAdvice(1, 1, lambda: 0.0).refuse(busy=1000) == 1  # never above the most
 
 
 def test_admission_hands_slots_over_in_arrival_order_and_bounds_the_queue() -> None:
     async def scenario() -> None:
-        admission = Admission(1, 2, 5.0, RetryAdvice(5, time.monotonic))
+        admission = Admission(1, 2, 5.0, RetryAdvice(5, 1, time.monotonic))
         assert await admission.enter() is None
         first = asyncio.create_task(admission.enter())
         second = asyncio.create_task(admission.enter())
@@ -123,16 +124,16 @@ def test_admission_hands_slots_over_in_arrival_order_and_bounds_the_queue() -> N
         refused = await admission.enter()  # the queue is full: refused at once
         assert refused is not None
         assert 1 <= refused <= 5
-        admission.leave()
+        admission.leave(time.monotonic())
         assert await first is None
         assert not second.done()
-        admission.leave()
+        admission.leave(time.monotonic())
         assert await second is None
-        admission.leave()
+        admission.leave(time.monotonic())
         assert (admission.running, admission.waiting, admission.refused) == (0, 0, 1)
 
         # A request that waits too long is refused and leaves no place behind.
-        short = Admission(1, 1, 0.05, RetryAdvice(5, time.monotonic))
+        short = Admission(1, 1, 0.05, RetryAdvice(5, 1, time.monotonic))
         assert await short.enter() is None
         assert await short.enter() is not None
         assert short.waiting == 0
@@ -142,7 +143,7 @@ def test_admission_hands_slots_over_in_arrival_order_and_bounds_the_queue() -> N
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
-        short.leave()
+        short.leave(time.monotonic())
         assert (short.running, short.waiting) == (0, 0)
 
     asyncio.run(scenario())
