@@ -35,11 +35,15 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """``fieldsync-server serve`` on a free loopback port, logging at ``warning`` only (no line
-    per request), rate limit off; a fresh SQLite database in ``workdir`` unless ``db_url``."""
+    """``fieldsync-server serve`` on a free loopback port, logging at ``log_level`` (by default
+    ``warning``: no line per request), rate limit off; a fresh SQLite database in ``workdir``
+    unless ``db_url``."""
 
-    def __init__(self, workdir: Path, db_url: str | None = None) -> None:
+    def __init__(
+        self, workdir: Path, db_url: str | None = None, *, log_level: str = "warning"
+    ) -> None:
         self.db_url = db_url or f"sqlite:///{workdir / 'server.sqlite3'}"
+        self.log_level = log_level
         self.log_path = workdir / "server.log"
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -53,7 +57,7 @@ class ServerProcess:
         """The server's argv (a subclass runs another program serving the same API)."""
         return [
             *_server_command(), "serve", "--db", self.db_url, "--host", "127.0.0.1",
-            "--port", str(self.port), "--log-level", "warning", "--rate-limit-per-second", "0",
+            "--port", str(self.port), "--log-level", self.log_level, "--rate-limit-per-second", "0",
         ]  # fmt: skip
 
     @property

@@ -1,22 +1,23 @@
 """Sync-server throughput: mutations/s through the single and the batch endpoint, beside the
-database writing the same rows, and /healthz latency, on kept-alive and on fresh connections.
+database writing the same rows and beside an HTTP server that does nothing, and /healthz latency.
 
-Runs `fieldsync-server serve` in its own process (`--log-level warning`: no line per request;
-rate limit off) on loopback, once on SQLite and once on a throwaway PostgreSQL cluster (durable
+Runs `fieldsync-server serve` in its own process as it is deployed (`--log-level info`: one
+JSON access-log line per request, written to a file; metrics counted; rate limit off) on
+loopback, once on SQLite and once on a throwaway PostgreSQL cluster the bench starts (durable
 settings). Every figure is the median of several runs, interleaved run by run so machine noise
 hits every measurement alike:
 
 - single: `POST /v1/mutations`, one create per request, on one kept-alive connection and,
   as the reference, on a fresh connection per request;
-- batch: `POST /v1/mutations/batch`, 100 creates per request (the engine's batch), likewise;
-- raw (the ceiling): the rows the server writes for those creates, through the bare DB-API
-  cursor into a second database of the same schema, committed as the server commits them. Per
-  mutation (per 100 for the batch): one transaction inserting the `processing` idempotency
-  row(s); then one holding the change counter (`FOR UPDATE` on PostgreSQL) that inserts the
-  record(s) with their change-feed `seq` and each one's scope entry (its creator's key, as
-  `server.scope.keys.restamp_changed` writes it), marks the idempotency row(s) done with the stored
-  response, and advances the counter. No HTTP, no validation, no reads back;
-- healthz: `GET /healthz` median round trip, kept-alive and fresh.
+- batch: `POST /v1/mutations/batch`, 100 creates per request (the engine's batch), likewise,
+  and with two clients each keeping one batch in flight (`two_in_flight`);
+- raw (the ceiling): the same rows through the bare DB-API cursor, in the server's
+  transactions (benchmarks/raw_writer.py says exactly what it sends);
+- bare_asgi (the HTTP floor): the same client sending the single endpoint's requests to an
+  ASGI app that does nothing, under the same uvicorn and protocol (benchmarks/bare_asgi.py);
+- cpu: CPU time per single mutation of the client, the server process and PostgreSQL,
+  beside the wall time: on 2 cores they take turns, so their sum is the wall's floor;
+- healthz: `GET /healthz` median round trip, kept-alive and fresh, and the bare app's.
 
     python benchmarks/server_bench.py --quick --json /tmp/server.json
     python benchmarks/server_bench.py --json      # benchmarks/results/server_bench.json
@@ -25,10 +26,10 @@ hits every measurement alike:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -42,21 +43,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import ServerProcess  # noqa: E402
+from cpu_probe import CpuWindow, postmaster_pid, tree  # noqa: E402
+from raw_writer import RawWriter  # noqa: E402
 from results_file import SMOKE_HELP, RunWindow, add_json_option, publish, run_mode  # noqa: E402
 
-from app.records import validate_create  # noqa: E402
-from server.db.store import Store, open_store  # noqa: E402
 from server.embedded import provision_device  # noqa: E402
-from server.records.batch import RECORD_COLUMNS  # noqa: E402
-from server.records.mutations import now_iso, record_columns_json  # noqa: E402
 from tests.support.postgres import PostgresUnavailable, running_postgres  # noqa: E402
 
 #: The code these figures depend on: report.py --check fails once it changes after the
 #: commit a results file measured (benchmarks/staleness.py).
-MEASURES = ("benchmarks/server_bench.py", "benchmarks/bench_server.py", "server/")
+MEASURES = (
+    "benchmarks/server_bench.py", "benchmarks/bench_server.py", "benchmarks/raw_writer.py",
+    "benchmarks/bare_asgi.py", "server/",
+)  # fmt: skip
 BATCH_SIZE = 100
 FIELDS = {"title": "Inspect valve", "site": "Depot 4", "notes": "x" * 200}
 CONNECTIONS = ("kept_alive", "fresh_connection")
+LOG_LEVEL = "info"
+
+
+class BareAsgiProcess(ServerProcess):
+    """benchmarks/bare_asgi.py on a free loopback port (it answers /healthz like any path)."""
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(Path(__file__).resolve().parent / "bare_asgi.py"),
+                str(self.port)]  # fmt: skip
 
 
 def _client(base_url: str, token: str, connection: str) -> httpx.Client:
@@ -77,27 +88,50 @@ def _create(key: str | None = None) -> dict[str, Any]:
     return body if key is None else {"idempotency_key": key, **body}
 
 
-def single_rate(client: httpx.Client, count: int) -> float:
+def single_rate(client: httpx.Client, count: int, expect: int = 201) -> float:
     bodies = [_create() for _ in range(count)]
     started = time.perf_counter()
     for body in bodies:
         key = str(uuid.uuid4())
         response = client.post("/v1/mutations", json=body, headers={"Idempotency-Key": key})
-        assert response.status_code == 201, response.text
+        assert response.status_code == expect, response.text
     return count / (time.perf_counter() - started)
 
 
-def batch_rate(client: httpx.Client, count: int) -> float:
-    batches = [
+def _batches(count: int) -> list[dict[str, Any]]:
+    return [
         {"mutations": [_create(str(uuid.uuid4())) for _ in range(min(BATCH_SIZE, count - at))]}
         for at in range(0, count, BATCH_SIZE)
     ]
-    started = time.perf_counter()
+
+
+def _send_batches(client: httpx.Client, batches: list[dict[str, Any]]) -> None:
     for body in batches:
         response = client.post("/v1/mutations/batch", json=body)
         assert response.status_code == 200, response.text
         assert {item["status"] for item in response.json()["results"]} == {201}
+
+
+def batch_rate(client: httpx.Client, count: int) -> float:
+    batches = _batches(count)
+    started = time.perf_counter()
+    _send_batches(client, batches)
     return count / (time.perf_counter() - started)
+
+
+def batch_rate_in_flight(clients: list[httpx.Client], count: int) -> float:
+    """`count` mutations in batches, each client keeping one batch in flight."""
+    shares = [_batches(count // len(clients)) for _ in clients]
+    threads = [
+        threading.Thread(target=_send_batches, args=(client, share))
+        for client, share in zip(clients, shares, strict=True)
+    ]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(len(b["mutations"]) for s in shares for b in s) / (time.perf_counter() - started)
 
 
 def healthz_ms(client: httpx.Client, count: int) -> float:
@@ -110,175 +144,101 @@ def healthz_ms(client: httpx.Client, count: int) -> float:
     return 1000 * statistics.median(times)
 
 
-class RawWriter:
-    """The server's writes for `count` creates, `per_commit` per pair of transactions."""
-
-    DEVICE_ID = 1
-    #: The bench device's person, who creates every work order (`provision_device`'s default).
-    CREATOR = "bench"
-
-    def __init__(self, db_url: str) -> None:
-        self.store: Store = open_store(db_url)  # the server's tables, indexes and pragmas
-        tables = self.store.tables
-        self.keys = f'"{tables.IdempotencyKey._meta.table_name}"'
-        self.records = f'"{tables.WorkOrder._meta.table_name}"'
-        self.counter = f'"{tables.ChangeCounter._meta.table_name}"'
-        self.scope = f'"{tables.ScopeEntry._meta.table_name}"'
-        self.fields = validate_create(FIELDS)
-
-    def close(self) -> None:
-        self.store.close()
-
-    def rate(self, count: int, per_commit: int) -> float:
-        groups = [
-            [(str(uuid.uuid4()), str(uuid.uuid4())) for _ in range(min(per_commit, count - at))]
-            for at in range(0, count, per_commit)
-        ]
-        started = time.perf_counter()
-        for group in groups:
-            self._write(group)
-        return count / (time.perf_counter() - started)
-
-    def _write(self, group: list[tuple[str, str]]) -> None:
-        db, store, param = self.store.db, self.store, self.store.db.param
-        now = time.time()
-        token = uuid.uuid4().hex
-        claim_columns = '"device_id", "key", "request_hash", "state", "claim_token", ' + (
-            '"claimed_at", "created_at"'
-        )
-        with db.atomic():
-            claims: list[Any] = []
-            for key, _ in group:
-                claims += [self.DEVICE_ID, key, "0" * 64, "processing", token, now, now]
-            cursor = db.cursor()
-            cursor.execute(
-                f"INSERT INTO {self.keys} ({claim_columns}) VALUES "
-                f'{store.values_list(len(group), 7)} RETURNING "key", "id"',
-                claims,
-            )
-            row_ids = dict(cursor.fetchall())
-        with db.atomic():
-            cursor = db.cursor()
-            lock = " FOR UPDATE" if store.is_postgres else ""
-            cursor.execute(
-                f'SELECT "value" FROM {self.counter} WHERE "name" = {param}{lock}', ["changes"]
-            )
-            seq = int(cursor.fetchone()[0])
-            records, done = [], []
-            for key, entity_id in group:
-                seq += 1
-                record = {
-                    **self.fields, "id": entity_id, "version": 1, "updated_at": now_iso(),
-                    "updated_by": "bench", "seq": seq, "created_by": self.CREATOR,
-                }  # fmt: skip
-                records.append(record)
-                body = json.dumps({"record": record_columns_json(record)})
-                done.append((row_ids[key], token, 201, body))
-            self._insert_records(cursor, records)
-            self._insert_scope_entries(cursor, records)
-            self._mark_done(cursor, done)
-            cursor.execute(
-                f'UPDATE {self.counter} SET "value" = {param} WHERE "name" = {param}',
-                [seq, "changes"],
-            )
-
-    def _insert_records(self, cursor: Any, records: list[dict[str, Any]]) -> None:
-        width = len(RECORD_COLUMNS)
-        names = ", ".join(f'"{name}"' for name in RECORD_COLUMNS)
-        size = self.store.rows_per_statement(width)
-        for at in range(0, len(records), size):
-            chunk = records[at : at + size]
-            cursor.execute(
-                f"INSERT INTO {self.records} ({names}) VALUES "
-                f"{self.store.values_list(len(chunk), width)}",
-                [record[name] for record in chunk for name in RECORD_COLUMNS],
-            )
-
-    def _insert_scope_entries(self, cursor: Any, records: list[dict[str, Any]]) -> None:
-        """The scoped feed's row of each new work order: its creator's key (server/scope/)."""
-        size = self.store.rows_per_statement(4)
-        for at in range(0, len(records), size):
-            chunk = records[at : at + size]
-            cursor.execute(
-                f'INSERT INTO {self.scope} ("key", "entity_id", "seq", "present") VALUES '
-                f"{self.store.values_list(len(chunk), 4)}",
-                [v for r in chunk for v in (f"u:{self.CREATOR}", r["id"], r["seq"], True)],
-            )
-
-    def _mark_done(self, cursor: Any, done: list[tuple[int, str, int, str]]) -> None:
-        param = self.store.db.param
-        if len(done) == 1:  # the single endpoint's statement
-            row_id, token, status, body = done[0]
-            cursor.execute(
-                f'UPDATE {self.keys} SET "state" = {param}, "status_code" = {param}, '
-                f'"response_body" = {param} WHERE "id" = {param} AND "claim_token" = {param} '
-                f'AND "state" = {param}',
-                ["done", status, body, row_id, token, "processing"],
-            )
-            return
-        columns = ("id", "claim_token", "status_code", "response_body")
-        size = self.store.rows_per_statement(len(columns))
-        for at in range(0, len(done), size):
-            chunk = done[at : at + size]
-            cursor.execute(
-                f'UPDATE {self.keys} SET "state" = {param}, "status_code" = v."status_code", '
-                f'"response_body" = v."response_body" FROM '
-                f"{self.store.values_table(columns, len(chunk))} AS v "
-                f'WHERE {self.keys}."id" = v."id" AND {self.keys}."claim_token" = v."claim_token"'
-                f' AND {self.keys}."state" = {param}',
-                ["done", *(value for row in chunk for value in row), "processing"],
-            )
-
-
 def _median(samples: list[float]) -> float:
     return round(statistics.median(samples), 2)
 
 
+def _single_with_cpu(
+    client: httpx.Client, count: int, window: CpuWindow
+) -> tuple[float, dict[str, float]]:
+    """The kept-alive single rate, and CPU µs per mutation of each process group."""
+    window.start()
+    client_cpu = time.process_time()
+    rate = single_rate(client, count)
+    client_cpu = time.process_time() - client_cpu
+    cpu = window.stop()
+    per = {f"{name.removesuffix('_cpu_s')}_us": 1e6 * cpu[name] / count
+           for name in cpu if name.endswith("_cpu_s")}  # fmt: skip
+    per["client_us"] = 1e6 * client_cpu / count
+    per["wall_us"] = 1e6 / rate
+    return rate, per
+
+
 def bench_backend(
-    workdir: Path, db_url: str, raw_url: str, runs: int, single: int, batch: int, pings: int
+    workdir: Path,
+    db_url: str,
+    raw_url: str,
+    counts: dict[str, int],
+    postmaster: int | None = None,
 ) -> dict[str, Any]:
+    runs, single, batch, pings = (counts[n] for n in ("runs", "single", "batch", "pings"))
     token = provision_device(db_url, "bench", "worker")
     samples: dict[str, dict[str, list[float]]] = {
-        "single": {"kept_alive": [], "fresh_connection": [], "raw_same_rows": []},
-        "batch": {"kept_alive": [], "fresh_connection": [], "raw_same_rows": []},
-        "healthz_ms": {"kept_alive": [], "fresh_connection": []},
-    }
-    raw = RawWriter(raw_url)
-    # A separate process, as in production: a client in the same interpreter would compete
+        "single": {"kept_alive": [], "fresh_connection": [], "raw_same_rows": [], "bare_asgi": []},
+        "batch": {"kept_alive": [], "fresh_connection": [], "two_in_flight": [],
+                  "raw_same_rows": []},
+        "healthz_ms": {"kept_alive": [], "fresh_connection": [], "bare_asgi": []},
+        "cpu_per_single_us": {},
+    }  # fmt: skip
+    raw = RawWriter(raw_url, FIELDS)
+    # Separate processes, as in production: a client in the same interpreter would compete
     # with the server for the GIL and halve both.
     try:
-        with ServerProcess(workdir, db_url=db_url) as server:
+        with (
+            ServerProcess(workdir, db_url=db_url, log_level=LOG_LEVEL) as server,
+            BareAsgiProcess(workdir) as bare,
+        ):
+            groups = {"server": lambda: {server.pid}}
+            if postmaster is not None:
+                groups["postgresql"] = lambda: tree(postmaster)
+            window = CpuWindow(groups)
             clients = {c: _client(server.base_url, token, c) for c in CONNECTIONS}
+            second = _client(server.base_url, token, "kept_alive")
+            floor = _client(bare.base_url, token, "kept_alive")
             try:
                 for client in clients.values():
                     single_rate(client, 10)  # warm up caches and code paths
+                single_rate(floor, 10, expect=200)
                 for _ in range(runs):
                     for connection, client in clients.items():
                         samples["healthz_ms"][connection].append(healthz_ms(client, pings))
-                        samples["single"][connection].append(single_rate(client, single))
+                        if connection == "kept_alive":
+                            rate, cpu = _single_with_cpu(client, single, window)
+                            for name, value in cpu.items():
+                                samples["cpu_per_single_us"].setdefault(name, []).append(value)
+                        else:
+                            rate = single_rate(client, single)
+                        samples["single"][connection].append(rate)
                         samples["batch"][connection].append(batch_rate(client, batch))
+                    pair = [clients["kept_alive"], second]
+                    samples["batch"]["two_in_flight"].append(batch_rate_in_flight(pair, batch))
+                    samples["healthz_ms"]["bare_asgi"].append(healthz_ms(floor, pings))
+                    samples["single"]["bare_asgi"].append(single_rate(floor, single, 200))
                     samples["single"]["raw_same_rows"].append(raw.rate(single, 1))
                     samples["batch"]["raw_same_rows"].append(raw.rate(batch, BATCH_SIZE))
             finally:
-                for client in clients.values():
+                for client in (*clients.values(), second, floor):
                     client.close()
     finally:
         raw.close()
+    return _figures(samples)
+
+
+def _figures(samples: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
     figures: dict[str, Any] = {
         kind: {name: _median(values) for name, values in by_name.items()}
         for kind, by_name in samples.items()
     }
-    single_fig, batch_fig = figures["single"], figures["batch"]
+    single, batch = figures["single"], figures["batch"]
     figures["ratios"] = {
-        "single_vs_raw": round(single_fig["kept_alive"] / single_fig["raw_same_rows"], 3),
-        "batch_vs_raw": round(batch_fig["kept_alive"] / batch_fig["raw_same_rows"], 3),
-        "batch_vs_single": round(batch_fig["kept_alive"] / single_fig["kept_alive"], 2),
-        "single_kept_alive_vs_fresh": round(
-            single_fig["kept_alive"] / single_fig["fresh_connection"], 3
-        ),
-        "batch_kept_alive_vs_fresh": round(
-            batch_fig["kept_alive"] / batch_fig["fresh_connection"], 3
-        ),
+        "single_vs_raw": round(single["kept_alive"] / single["raw_same_rows"], 3),
+        "batch_vs_raw": round(batch["kept_alive"] / batch["raw_same_rows"], 3),
+        "batch_vs_single": round(batch["kept_alive"] / single["kept_alive"], 2),
+        "single_vs_bare_asgi": round(single["kept_alive"] / single["bare_asgi"], 3),
+        "bare_asgi_vs_raw": round(single["bare_asgi"] / single["raw_same_rows"], 3),
+        "batch_two_in_flight_vs_one": round(batch["two_in_flight"] / batch["kept_alive"], 3),
+        "single_kept_alive_vs_fresh": round(single["kept_alive"] / single["fresh_connection"], 3),
+        "batch_kept_alive_vs_fresh": round(batch["kept_alive"] / batch["fresh_connection"], 3),
     }
     figures["samples"] = {
         kind: {name: [round(v, 2) for v in values] for name, values in by_name.items()}
@@ -288,10 +248,14 @@ def bench_backend(
 
 
 @contextmanager
-def _postgres_urls() -> Iterator[tuple[str, str] | None]:
+def _postgres() -> Iterator[tuple[str, str, int] | None]:
     try:
         with running_postgres(durable=True) as cluster:
-            yield cluster.create_database("bench"), cluster.create_database("bench_raw")
+            yield (
+                cluster.create_database("bench"),
+                cluster.create_database("bench_raw"),
+                postmaster_pid(cluster.data),
+            )
     except PostgresUnavailable as error:
         print(f"PostgreSQL skipped: {error}", file=sys.stderr)
         yield None
@@ -301,32 +265,32 @@ def print_table(results: dict[str, Any]) -> None:
     meta = results["metadata"]
     print(
         f"mutations/s, median of {meta['runs']} runs ({meta['single_mutations']} single, "
-        f"{meta['batch_mutations']} batched, {BATCH_SIZE} per batch); server --log-level warning"
+        f"{meta['batch_mutations']} batched, {BATCH_SIZE} per batch); server --log-level "
+        f"{meta['log_level']}"
     )
     load = meta["load_average_1m"]
     print(f"load average (1 min) {load['start']:.2f} at start, {load['end']:.2f} at end")
-    print(f"{'':34}{'sqlite':>12}{'postgresql':>14}")
+    print(f"{'':40}{'sqlite':>12}{'postgresql':>14}")
     backends = [results["backends"].get(db) for db in ("sqlite", "postgresql")]
 
     def row(label: str, pick: Callable[[dict[str, Any]], float], fmt: str) -> None:
         cells = [f"{format(pick(b), fmt):>12}" if b else f"{'n/a':>12}" for b in backends]
-        print(f"{label:34}{cells[0]}  {cells[1]}")
+        print(f"{label:40}{cells[0]}  {cells[1]}")
 
-    for kind in ("single", "batch"):
-        for name in ("kept_alive", "fresh_connection", "raw_same_rows"):
+    for kind, names in (
+        ("single", ("kept_alive", "fresh_connection", "raw_same_rows", "bare_asgi")),
+        ("batch", ("kept_alive", "fresh_connection", "two_in_flight", "raw_same_rows")),
+    ):
+        for name in names:
             row(f"{kind} {name.replace('_', ' ')}", lambda b, k=kind, n=name: b[k][n], ",.0f")
-    for name in CONNECTIONS:
-        row(
-            f"GET /healthz ms, {name.replace('_', ' ')}",
-            lambda b, n=name: b["healthz_ms"][n],
-            ".2f",
-        )
-    for ratio in ("single_vs_raw", "batch_vs_raw", "batch_vs_single", "single_kept_alive_vs_fresh"):
+    for name in (*CONNECTIONS, "bare_asgi"):
+        row(f"GET /healthz ms, {name.replace('_', ' ')}",
+            lambda b, n=name: b["healthz_ms"][n], ".2f")  # fmt: skip
+    for name in ("wall_us", "client_us", "server_us", "postgresql_us"):
+        row(f"µs per single mutation: {name[:-3]} cpu".replace("wall cpu", "wall"),
+            lambda b, n=name: b["cpu_per_single_us"].get(n, 0.0), ",.0f")  # fmt: skip
+    for ratio in backends[0]["ratios"] if backends[0] else ():
         row(ratio.replace("_", " "), lambda b, r=ratio: b["ratios"][r], ".2f")
-    for db, backend in zip(("sqlite", "postgresql"), backends, strict=True):
-        if backend:
-            ratio = backend["ratios"]["batch_vs_single"]
-            print(f"batch/single on {db}: {ratio:.1f}x (target >= 5x)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,43 +301,51 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=None)
     args = parser.parse_args(argv)
     mode = run_mode(args)
-    runs = args.runs or {"smoke": 1, "quick": 3, "full": 5}[mode]
     single, batch, pings = {
         "smoke": (10, 2 * BATCH_SIZE, 5),
         "quick": (200, 2_000, 100),
-        "full": (1_000, 10_000, 300),
+        "full": (1_000, 6_000, 300),
     }[mode]
+    counts = {"runs": args.runs or {"smoke": 1, "quick": 3, "full": 5}[mode],
+              "single": single, "batch": batch, "pings": pings}  # fmt: skip
 
     window = RunWindow()
     backends: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="fieldsync-bench-") as scratch:
         workdir = Path(scratch)
-        backends["sqlite"] = bench_backend(
-            workdir, f"sqlite:///{workdir}/bench.sqlite3", f"sqlite:///{workdir}/raw.sqlite3",
-            runs, single, batch, pings,
-        )  # fmt: skip
-        with _postgres_urls() as pg_urls:
-            backends["postgresql"] = (
-                bench_backend(workdir, *pg_urls, runs, single, batch, pings) if pg_urls else None
-            )
+        sqlite = f"sqlite:///{workdir}/bench.sqlite3", f"sqlite:///{workdir}/raw.sqlite3"
+        backends["sqlite"] = bench_backend(workdir, *sqlite, counts)
+        with _postgres() as pg:
+            backends["postgresql"] = None
+            if pg:
+                backends["postgresql"] = bench_backend(workdir, pg[0], pg[1], counts, pg[2])
     results = {
         "backends": backends,
         "metadata": {
             "mode": mode,
-            "runs": runs,
+            "runs": counts["runs"],
             "statistic": "median",
             "single_mutations": single,
             "batch_mutations": batch,
             "batch_size": BATCH_SIZE,
             "healthz_requests": pings,
+            "log_level": LOG_LEVEL,
             "server": "separate process (fieldsync-server serve), loopback",
-            "server_flags": "--log-level warning --rate-limit-per-second 0",
+            "server_flags": f"--log-level {LOG_LEVEL} --rate-limit-per-second 0",
             "fresh_connection": "a new TCP connection per request (no keep-alive pool)",
+            "two_in_flight": "two kept-alive clients (threads of the bench), one batch each",
             "raw_same_rows": (
-                "bare DB-API cursor, same schema; per mutation (per 100 for batch): one "
-                "transaction inserting the idempotency claim(s), one with the counter lock "
-                "inserting the record(s) and their creator's scope entry, marking the "
-                "claim(s) done with the response, advancing the counter"
+                "bare DB-API cursor, same schema, the server's two transactions per mutation "
+                "(per 100 for batch): the idempotency claim(s) (INSERT … RETURNING); then the "
+                "change numbers as the store takes them (PostgreSQL: shared advisory lock + "
+                "pg_current_xact_id(); SQLite: counter row read and advanced), the work "
+                "order(s), their creator's scope entry, their change-log row, the claim(s) "
+                "marked done with the reply"
+            ),
+            "bare_asgi": "an ASGI app answering {'status': 'ok'}, same uvicorn and protocol",
+            "cpu_per_single_us": (
+                "CPU µs per kept-alive single mutation: client (the bench process), server "
+                "process, PostgreSQL (postmaster and backends); wall = 1e6 / rate"
             ),
             "postgresql": "throwaway cluster, durable settings"
             if backends["postgresql"]

@@ -401,7 +401,7 @@ _MARK = "__fieldsync_access__"
 def declare(action: Action) -> Any:
     """The dependency a route lists to say which action it takes (`dependencies=[…]`)."""
 
-    def declared() -> None:
+    async def declared() -> None:  # async: a sync one would cost each request a thread hop
         return None
 
     setattr(declared, _MARK, action)

@@ -25,6 +25,17 @@ def write_unless_busy(store: Store, write: Callable[[], object]) -> bool:
         with store.db.atomic():
             write()
         return True
+    writer = getattr(store.db, "writer", None)  # this process's writers queue on it
+    if writer is not None and not writer.acquire(blocking=False):
+        return False
+    try:
+        return _unless_sqlite_busy(store, write)
+    finally:
+        if writer is not None:
+            writer.release()
+
+
+def _unless_sqlite_busy(store: Store, write: Callable[[], object]) -> bool:
     waits = store.db.execute_sql("PRAGMA busy_timeout").fetchone()[0]
     store.db.execute_sql("PRAGMA busy_timeout = 0")
     try:

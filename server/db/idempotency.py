@@ -223,14 +223,14 @@ def _take_over(store: Store, row: _StoredKey, token: str, now: float) -> bool:
 
 
 def _finish(store: Store, claim: tuple[int, str], reply: Reply) -> None:
-    keys = store.tables.IdempotencyKey
     row_id, token = claim
-    changed = (
-        keys.update(state=_DONE, status_code=reply.status, response_body=json.dumps(reply.body))
-        .where(keys.id == row_id, keys.claim_token == token, keys.state == _PROCESSING)
-        .execute()
+    p = store.db.param
+    sql = (
+        f'UPDATE {_key_table(store)} SET "state" = {p}, "status_code" = {p}, '
+        f'"response_body" = {p} WHERE "id" = {p} AND "claim_token" = {p} AND "state" = {p}'
     )
-    if not changed:
+    params = [_DONE, reply.status, json.dumps(reply.body), row_id, token, _PROCESSING]
+    if not store.db.execute_sql(sql, params).rowcount:
         raise _LostClaim
 
 
@@ -284,7 +284,9 @@ def execute_idempotent(
     pending = [position for position in first.values() if calls[position].key in owned]
     failed: list[tuple[int, str]] = []
     lost: list[IdempotentCall] = []
-    if owned:
+    if len(pending) == 1 and batch_effect is None:
+        _run_alone(store, calls[pending[0]], owned, answered, failed, lost)
+    elif owned:
         try:
             with store.write_transaction() as sequence:
                 at_once = None
@@ -323,6 +325,44 @@ def execute_idempotent(
             reply = _repeat_in_batch(reply, calls[original], call)
         replies.append(reply)
     return replies
+
+
+class _EffectFailed(Exception):
+    """The effect itself raised (not the transaction around it)."""
+
+
+def _run_alone(
+    store: Store,
+    call: IdempotentCall,
+    owned: dict[str, tuple[int, str]],
+    answered: dict[str, Reply],
+    failed: list[tuple[int, str]],
+    lost: list[IdempotentCall],
+) -> None:
+    """One call in a write transaction of its own: no savepoint, since a failure rolls back
+    the whole transaction, which held nothing else; answers as the one-by-one path does."""
+    claim = owned[call.key]
+    try:
+        with store.write_transaction() as sequence:
+            try:
+                reply = call.effect(sequence)
+                _finish(store, claim, reply)
+            except _LostClaim:
+                raise
+            except Exception as error:
+                raise _EffectFailed from error
+    except _LostClaim:
+        lost.append(call)
+    except _EffectFailed as error:
+        log_event(logger, logging.ERROR, "effect failed", key=call.key)
+        logger.error("effect failed", exc_info=error.__cause__)
+        failed.append(claim)
+        answered[call.key] = Reply(500, {"error": "internal_error"})
+    except Exception:
+        _release(store, [claim])
+        raise
+    else:
+        answered[call.key] = reply
 
 
 def _apply_at_once(

@@ -39,6 +39,7 @@ from playhouse import db_url
 
 from server.db.models import bind_models
 from server.db.schema import apply_steps
+from server.db.sqlite import QueuedSqliteDatabase
 from server.scope.keys import restamp_changed
 
 __all__ = ["BLOCK", "ChangeSequence", "Store", "open_store"]
@@ -127,12 +128,13 @@ class Store:
             apply_steps(self.db, self.tables)
 
     def _counter_value(self) -> int:
-        counter = self.tables.ChangeCounter
-        query = counter.select(counter.value).where(counter.name == _COUNTER)
-        last = query.scalar()
-        if last is None:
+        # Hand-written, as the UPDATE in write_transaction: each runs once per write.
+        table = self.tables.ChangeCounter._meta.table_name
+        sql = f'SELECT "value" FROM "{table}" WHERE "name" = {self.db.param}'
+        found = self.db.execute_sql(sql, [_COUNTER]).fetchone()
+        if found is None:
             raise RuntimeError("change counter row missing; was create_schema() run?")
-        return int(last)
+        return int(found[0])
 
     def base(self) -> int:
         """PostgreSQL: the number below every xid block (the counter row, which only a
@@ -174,8 +176,11 @@ class Store:
                 # Every change reaches the scoped feeds in the same transaction.
                 restamp_changed(self, sequence.start, sequence.last)
                 if not self.is_postgres:
-                    counter = self.tables.ChangeCounter
-                    counter.update(value=sequence.last).where(counter.name == _COUNTER).execute()
+                    table, p = self.tables.ChangeCounter._meta.table_name, self.db.param
+                    self.db.execute_sql(
+                        f'UPDATE "{table}" SET "value" = {p} WHERE "name" = {p}',
+                        [sequence.last, _COUNTER],
+                    )
 
     def for_update(self, query: Any) -> Any:
         """`query` locking the rows it reads until the write transaction ends (PostgreSQL;
@@ -198,7 +203,7 @@ def open_store(url: str, *, create: bool = True) -> Store:
             raise ValueError(f"{url!r} names no database file")
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        database = pw.SqliteDatabase(
+        database = QueuedSqliteDatabase(
             path, pragmas=_SQLITE_PRAGMAS, timeout=30, lock_type="IMMEDIATE"
         )
     elif scheme in ("postgresql", "postgres"):

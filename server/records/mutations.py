@@ -10,11 +10,9 @@ key: the second waits for the first and answers as a conflict.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import peewee as pw
 
 from app import mutations as contract
 from app.mutations import BASE_FORBIDDEN_FOR_CREATE, BASE_REQUIRED
@@ -132,11 +130,34 @@ def conflict_reply(row: WorkOrderRow) -> Reply:
     return Reply(409, {"error": "version_conflict", "current": record_json(row)})
 
 
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(f'"{name}"' for name in names)
+
+
 def _get(store: Store, entity_id: str) -> WorkOrderRow | None:
     """The work order, locked against other writers until the transaction ends."""
+    # Hand-written: peewee building this SELECT cost more than SQLite answering it.
     table = store.tables.WorkOrder
-    row: WorkOrderRow | None = store.for_update(table.select().where(table.id == entity_id)).first()
+    names = table._meta.sorted_field_names
+    sql = f'SELECT {_quoted(names)} FROM "{table._meta.table_name}" WHERE "id" = {store.db.param}'
+    found = store.db.execute_sql(sql + " FOR UPDATE" if store.is_postgres else sql, [entity_id])
+    values = found.fetchone()
+    if values is None:
+        return None
+    row = table(**dict(zip(names, values, strict=True)))
+    row.deleted = bool(row.deleted)  # SQLite hands back 0/1
     return row
+
+
+def _insert_new(store: Store, values: Mapping[str, Any]) -> bool:
+    """Insert a work order unless its id exists (False then): no savepoint, on either backend."""
+    names = list(values)
+    sql = (
+        f'INSERT INTO "{store.tables.WorkOrder._meta.table_name}" '
+        f"({_quoted(names)}) "
+        f'VALUES {store.values_list(1, len(names))} ON CONFLICT ("id") DO NOTHING'
+    )
+    return bool(store.db.execute_sql(sql, [values[name] for name in names]).rowcount)
 
 
 def apply_mutation(
@@ -172,7 +193,6 @@ def _apply(
     gate: Gate | None,
     author: Author,
 ) -> Reply:
-    table = store.tables.WorkOrder
     current = _get(store, mutation.entity_id)
     if current is not None and not writable(gate, current, mutation.base_version):
         return Reply(404, {"error": "not_found"})
@@ -185,18 +205,15 @@ def _apply(
             "created_by": creator,
             **stamp(1, device_name, sequence),
         }
-        try:
-            with store.db.atomic():
-                table.insert(**values).execute()
-        except pw.IntegrityError:
+        if not _insert_new(store, values):
             # A concurrent create of the same id committed first: answer as a conflict.
             raced = _get(store, mutation.entity_id)
             if raced is None:
-                raise
+                raise LookupError(mutation.entity_id)
             return conflict_reply(raced)
         at = values["updated_at"]
         write_log(store, [log_entry(author, mutation.entity_id, 1, at, created_fields(values))])
-        return Reply(201, {"record": record_json(table(**values))})
+        return Reply(201, {"record": record_columns_json(values)})
     if current is None:
         return Reply(404, {"error": "not_found"})
     if current.version != mutation.base_version:

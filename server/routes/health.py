@@ -15,9 +15,14 @@ router = APIRouter(tags=["operations"])
 _PROMETHEUS_TEXT = "text/plain; version=0.0.4"
 
 
-@router.get("/healthz")
-def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+_OK = b'{"status":"ok"}'
+
+
+@router.get("/healthz", response_model=dict[str, str])
+async def healthz() -> Response:
+    # On the event loop, with the body encoded once: a load balancer's probe costs no thread
+    # hop and no serialisation.
+    return Response(_OK, media_type="application/json")
 
 
 @router.get(

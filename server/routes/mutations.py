@@ -141,7 +141,7 @@ def post_mutation(
     """Apply one mutation at most once per (device, Idempotency-Key)."""
     note_install(context.store, device, install)
     try:
-        valid = validate_mutation(mutation.model_dump())
+        valid = validate_mutation(mutation)  # FastAPI validated it as `Mutation` already
     except InvalidMutation as error:
         reply = _invalid(error.detail)
     else:

@@ -141,33 +141,47 @@ def restamp_changed(store: Store, after: int, last: int) -> int:
     A changed work order's present entries (and those of keys it just left) move to its
     change. A changed attachment gets entries of its own (`FILE` + the attachment's id) under
     its work order's keys: attachments never move their work order in the feed."""
-    orders, files = store.tables.WorkOrder, store.tables.Attachment
-    in_range = (orders.seq > after) & (orders.seq <= last)
-    changed = dict(tuples_of(orders.select(orders.id, orders.seq).where(in_range)))
-    file_range = (files.seq > after) & (files.seq <= last)
-    attached = list(tuples_of(files.select(files.id, files.entity_id, files.seq).where(file_range)))
+    # Hand-written SQL: it runs at the end of every write transaction. The changed work
+    # orders come with the columns their keys follow, in the one query of the range.
+    orders = f'"{store.tables.WorkOrder._meta.table_name}"'
+    files = f'"{store.tables.Attachment._meta.table_name}"'
+    p = store.db.param
+    columns = '"id", "seq", "assignee", "team", "created_by"'
+    in_range = f'WHERE "seq" > {p} AND "seq" <= {p}'
+    rows = {
+        row[0]: row
+        for row in store.db.execute_sql(f"SELECT {columns} FROM {orders} {in_range}", [after, last])
+    }
+    changed = {entity_id: row[1] for entity_id, row in rows.items()}
+    attached = store.db.execute_sql(
+        f'SELECT "id", "entity_id", "seq" FROM {files} {in_range}', [after, last]
+    ).fetchall()
     owners = sorted(set(changed) | {entity_id for _, entity_id, _ in attached})
     if not owners:
         return 0
     held = _present_keys(store, owners)
+    others = [entity_id for entity_id in owners if entity_id not in rows]
+    for chunk in _chunks(others, store.rows_per_statement(1)):
+        marks = ", ".join([p] * len(chunk))
+        sql = f'SELECT {columns} FROM {orders} WHERE "id" IN ({marks})'
+        rows.update((row[0], row) for row in store.db.execute_sql(sql, list(chunk)))
     keys_now: dict[str, set[str]] = {}
     entries: list[Entry] = []
-    for chunk in _chunks(owners, store.rows_per_statement(1)):
-        query = orders.select(orders.id, orders.assignee, orders.team, orders.created_by).where(
-            orders.id.in_(list(chunk))
+    for entity_id in owners:
+        if entity_id not in rows:
+            continue
+        _, _, assignee, team, created_by = rows[entity_id]
+        now_in = record_keys(assignee, team, created_by)
+        mine = held.get(entity_id, set())
+        keys_now[entity_id] = now_in | {key for key in mine if key.startswith(PIN)}
+        if entity_id not in changed:
+            continue
+        seq = int(changed[entity_id])
+        # A pin keeps its key until it is removed; the others follow the fields.
+        entries.extend(
+            (key, entity_id, seq, key.startswith(PIN) or key in now_in) for key in sorted(mine)
         )
-        for entity_id, assignee, team, created_by in tuples_of(query):
-            now_in = record_keys(assignee, team, created_by)
-            mine = held.get(entity_id, set())
-            keys_now[entity_id] = now_in | {key for key in mine if key.startswith(PIN)}
-            if entity_id not in changed:
-                continue
-            seq = int(changed[entity_id])
-            # A pin keeps its key until it is removed; the others follow the fields.
-            entries.extend(
-                (key, entity_id, seq, key.startswith(PIN) or key in now_in) for key in sorted(mine)
-            )
-            entries.extend((key, entity_id, seq, True) for key in sorted(now_in - mine))
+        entries.extend((key, entity_id, seq, True) for key in sorted(now_in - mine))
     for attachment_id, entity_id, seq in attached:
         entries.extend(
             (key, FILE + attachment_id, int(seq), False)
