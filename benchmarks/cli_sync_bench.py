@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,6 +42,7 @@ from typing import Any
 
 import httpx
 from bench_server import ServerProcess, temp_dir
+from cpu_probe import CpuWindow, tree
 from results_file import SMOKE_HELP, RunWindow, add_json_option, run_mode, write_results
 
 from app.store.store import Store
@@ -165,21 +167,38 @@ def one_run(edits: int, *, count: bool) -> dict[str, Any]:
         command = [*_cli(), "--data-dir", str(data_dir), "--server", server.base_url, "sync",
                    "--until-idle"]  # fmt: skip
         with server:
+            window = CpuWindow({"server": lambda: tree(server.pid)})
             # First, so that the command is the one meeting a table that already holds N rows.
+            window.start()
             ingest_s = asyncio.run(_ingest(server.base_url, reference, mutations))
+            ingest_cpu = window.stop()
             if _server_count(server.base_url, reference) != edits:
                 raise RuntimeError("the reference lost records")
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            window.start()
             started = time.perf_counter()
             done = subprocess.run(command, env=env, capture_output=True, text=True,
                                   timeout=LIMIT_S, check=False)  # fmt: skip
             command_s = time.perf_counter() - started
+            command_cpu = window.stop()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            device_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
             if done.returncode != 0:
                 raise RuntimeError(f"fieldsync sync failed: {done.stderr[-2000:]}")
             if _server_count(server.base_url, reader) != edits:
                 found = _server_count(server.base_url, reader)
                 raise RuntimeError(f"the server holds {found} of {edits} records after the command")
             _check_device(data_dir, edits)
-            result: dict[str, Any] = {"ingest_s": ingest_s, "command_s": command_s}
+            result: dict[str, Any] = {
+                "ingest_s": ingest_s,
+                "command_s": command_s,
+                # Where the time went: both ends share the machine's cores.
+                "ingest_server_cpu_s": ingest_cpu["server_cpu_s"],
+                "command_server_cpu_s": command_cpu["server_cpu_s"],
+                "command_device_cpu_s": round(device_cpu, 2),
+                "ingest_machine_busy_cores": ingest_cpu["machine_busy_cores"],
+                "command_machine_busy_cores": command_cpu["machine_busy_cores"],
+            }
             if count:
                 for install in (True, False):
                     name = f"bench-counted-{install}"
@@ -259,8 +278,10 @@ def run(plan: Plan, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
         sample = one_run(plan.edits, count=index == 0)
         counted = counted or {name: sample.pop(name) for name in ("bytes", "bytes_with_echoes")}
         samples.append(sample)
-        say(f"run {index + 1}: ingest {sample['ingest_s']:.2f} s, command "
-            f"{sample['command_s']:.2f} s")  # fmt: skip
+        say(f"run {index + 1}: ingest {sample['ingest_s']:.2f} s "
+            f"(server CPU {sample['ingest_server_cpu_s']:.2f} s), command "
+            f"{sample['command_s']:.2f} s (server CPU {sample['command_server_cpu_s']:.2f} s, "
+            f"device CPU {sample['command_device_cpu_s']:.2f} s)")  # fmt: skip
     ingest_s = statistics.median(s["ingest_s"] for s in samples)
     command_s = statistics.median(s["command_s"] for s in samples)
     ratios = [s["ingest_s"] / s["command_s"] for s in samples]

@@ -149,16 +149,21 @@ class DeliveryPipeline(EnginePart):
     async def _flush(
         self, flush: FlushReport, tally: SyncReport, progress: list[PhaseProgress]
     ) -> None:
-        pipeline = max(self.config().delivery_pipeline, 1)
+        config = self.config()
+        pipeline = max(config.delivery_pipeline, 1)
         running: set[asyncio.Future[None]] = set()
         on_the_wire = 0
         failed = False
         claimed = 0
+        size = config.batch_size
+        largest = max(config.batch_max_size, size) if size > 1 else size
 
         def launch() -> None:
             nonlocal on_the_wire
             on_the_wire += 1
-            batch = self._batch(flush, tally, progress, on_claimed, on_sent, overlap=pipeline > 1)
+            batch = self._batch(
+                flush, tally, progress, on_claimed, on_sent, size=size, overlap=pipeline > 1
+            )
             running.add(asyncio.ensure_future(batch))
 
         def on_claimed(count: int, rest: int) -> None:
@@ -169,10 +174,12 @@ class DeliveryPipeline(EnginePart):
 
         def on_sent(full: bool) -> None:
             # A partial (or empty) batch means no more jobs were ready when it was claimed.
-            nonlocal on_the_wire
+            nonlocal on_the_wire, size
             on_the_wire -= 1
             stop = failed or self.stopping or self.asleep or self.status.auth_paused
             stop = stop or flush.unreachable
+            if full:  # more was waiting: fewer, larger requests for the rest
+                size = min(size * 2, largest)
             while full and not stop and on_the_wire < pipeline:
                 launch()
 
@@ -196,14 +203,12 @@ class DeliveryPipeline(EnginePart):
         on_claimed: Callable[[int, int], None],
         on_sent: Callable[[bool], None],
         *,
+        size: int,
         overlap: bool,
     ) -> None:
-        """One batch. With ``overlap``, the next batch is claimed and sent as soon as this
-        one's reply is in, before it is recorded; without, only after."""
-        config = self.config()
-        jobs, rest = await self.executor.run(
-            _claim, self.store, self.worker_id, config.batch_size, not progress
-        )
+        """One batch of up to ``size`` jobs. With ``overlap``, the next batch is claimed and
+        sent as soon as this one's reply is in, before it is recorded; without, only after."""
+        jobs, rest = await self.executor.run(_claim, self.store, self.worker_id, size, not progress)
         on_claimed(len(jobs), rest)
         if not jobs:
             on_sent(False)
@@ -225,7 +230,7 @@ class DeliveryPipeline(EnginePart):
         network_failed = all(isinstance(r, TransientError) for r in replies)
         flush.unreachable = network_failed
         refused = any(isinstance(r, Reply) and r.status == 401 for r in replies)
-        full = len(jobs) >= config.batch_size and not (network_failed or refused)
+        full = len(jobs) >= size and not (network_failed or refused)
         if overlap:
             on_sent(full)
             await asyncio.sleep(0)  # let the next batch queue its claim before this record

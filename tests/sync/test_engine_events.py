@@ -73,7 +73,10 @@ async def test_a_long_flush_says_n_of_m_at_most_every_250_ms_and_at_the_end(
     store.import_records({"title": f"WO {n}"} for n in range(2000))
     transport = FaultTransport()
     slow_wire(clock, transport, 0.1)  # 40 batches of 50, 0.1 s each: a 4 s flush
-    engine = make_engine(store, server.base_url, token_a, transport=transport, clock=clock)
+    # Batches that do not grow: the flush stays 40 requests long.
+    engine = make_engine(
+        store, server.base_url, token_a, transport=transport, clock=clock, batch_max_size=50
+    )
     seen = Recorder(clock)
     engine.events.subscribe(seen)
     async with running(engine) as runner:
@@ -132,11 +135,38 @@ async def test_each_delivery_publishes_its_job_states_as_one_event(
     assert dead.next_attempt_at is None
 
 
+async def test_batches_grow_while_more_waits_and_a_small_queue_stays_one_batch(
+    store: Store, server: EmbeddedServer, token_a: str
+) -> None:
+    store.import_records({"title": f"WO {n}"} for n in range(1000))
+    engine = make_engine(store, server.base_url, token_a, batch_size=50, batch_max_size=200)
+    sizes: list[int] = []
+
+    def on_event(event: object) -> None:
+        if isinstance(event, JobStatesChanged) and event.changes[0].status == "leased":
+            sizes.append(len(event.changes))
+
+    engine.events.subscribe(on_event)
+    assert await engine.run_until_idle(30.0)
+    assert sum(sizes) == 1000
+    assert sizes[0] == 50, "the first batch is batch_size: one edit is not kept waiting"
+    assert max(sizes) == 200, sizes
+    assert sizes[-2] == 200, sizes
+    assert sizes[:-1] == sorted(sizes[:-1]), f"each full batch doubles the next: {sizes}"
+    assert len(sizes) < 1000 // 50 // 2
+    store.record_edit("create", None, {"title": "one more"})
+    sizes.clear()
+    engine = make_engine(store, server.base_url, token_a, batch_size=50, batch_max_size=200)
+    engine.events.subscribe(on_event)
+    assert await engine.run_until_idle(30.0)
+    assert sizes == [1]
+
+
 async def test_a_batch_of_many_jobs_is_one_event_each_way(
     store: Store, server: EmbeddedServer, token_a: str
 ) -> None:
     store.import_records({"title": f"WO {n}"} for n in range(120))
-    engine = make_engine(store, server.base_url, token_a, batch_size=50)
+    engine = make_engine(store, server.base_url, token_a, batch_size=50, batch_max_size=50)
     batches: list[JobStatesChanged] = []
     engine.events.subscribe(lambda e: batches.append(e) if isinstance(e, JobStatesChanged) else 0)
     assert await engine.run_until_idle(30.0)
