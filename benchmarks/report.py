@@ -564,7 +564,13 @@ def _goodput_cpu(goodput: dict[str, Any]) -> str:
             f"{one['server_cpu_ms_per_edit']} ms in the server, "
             f"{one.get('postgresql_cpu_ms_per_edit')} ms in PostgreSQL, "
             f"{one['devices_cpu_ms_per_edit']} ms in the devices; the machine busy "
-            f"{one['cpu']['machine_busy_cores']} of {one['cpu']['machine_cores']} cores; "
+            f"{one['cpu']['machine_busy_cores']} of {one['cpu']['machine_cores']} cores"
+            + (
+                f" ({one['cpu']['others_busy_cores']} by other programs)"
+                if "others_busy_cores" in one["cpu"]
+                else ""
+            )  # fmt: skip
+            + "; "
             f"PostgreSQL's active backends waiting on a lock {locks:.0%} of the time"
         )
     return (" " + "; ".join(said) + ".") if said else ""

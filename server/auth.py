@@ -162,9 +162,10 @@ def set_device(
         found = devices.get_or_none(devices.name == name)
         if found is None:
             return None
-        # An end of its everything left under way (a killed set-device) goes first: the
-        # batches stamp for the scope it began with.
-        finish_legacy_end(store, found.id)
+        if found.legacy_ending_after is not None:
+            # An end of its everything left under way (a killed set-device) goes first: the
+            # batches stamp for the scope it began with.
+            finish_legacy_end(store, found.id)
         # It reads whole keys' entries: every other writer waits (PostgreSQL), as on SQLite.
         with store.write_transaction(rescope=True) as sequence:
             row = devices.get_or_none(devices.id == found.id)
