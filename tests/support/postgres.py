@@ -19,7 +19,13 @@ from pathlib import Path
 
 import psycopg2
 
-__all__ = ["PostgresCluster", "PostgresUnavailable", "find_pg_bin", "running_postgres"]
+__all__ = [
+    "PostgresCluster",
+    "PostgresUnavailable",
+    "find_pg_bin",
+    "running_postgres",
+    "running_postmasters",
+]
 
 _SEARCH = ("/usr/lib/postgresql/*/bin", "/usr/local/pgsql/bin")
 
@@ -49,6 +55,18 @@ def find_pg_bin() -> Path:
 
 
 _SERVER_TEMPLATE = "fieldsync_schema_template"
+# The clusters this process started, for tests/support/cpu_profile.py: pg_ctl detaches the
+# postmaster, so no getrusage of ours counts what PostgreSQL spends.
+_RUNNING: set[PostgresCluster] = set()
+
+
+def running_postmasters() -> list[int]:
+    """The postmaster pids of the clusters this process has running."""
+    pids = []
+    for cluster in list(_RUNNING):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            pids.append(int((cluster.data / "postmaster.pid").read_text().split()[0]))
+    return pids
 
 
 def _free_port() -> int:
@@ -102,6 +120,7 @@ class PostgresCluster:
                     str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log),
                     "-o", " ".join([f"-p {self.port}", *options]), "-w", "-t", "60", "start",
                 )  # fmt: skip
+                _RUNNING.add(self)
                 return
             except RuntimeError as error:
                 if attempt == 2 or "already in use" not in str(error):
@@ -109,6 +128,7 @@ class PostgresCluster:
                 self.port = _free_port()
 
     def stop(self) -> None:
+        _RUNNING.discard(self)
         with contextlib.suppress(Exception):
             self._run(
                 str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"
