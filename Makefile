@@ -19,11 +19,13 @@ run: system-deps-run $(RUN_STAMP)
 # `make test` spreads the tests over TEST_WORKERS processes (pytest-xdist; `worksteal` hands a
 # finished worker the next test of a busy one). More workers than the 2 cores pay: much of the
 # suite waits on subprocesses, sockets and fsync. TEST_WORKERS=0 runs in this process. The 25
-# slowest tests are printed at the end, so the next slow one is seen.
+# slowest tests are printed at the end, so the next slow one is seen. Bytecode is written even
+# where the environment says not to (PYTHONDONTWRITEBYTECODE): else each worker and each of the
+# hundreds of programs the tests start compiles the sources and rewrites the tests' asserts again.
 TEST_WORKERS ?= 3
 
 test: system-deps $(TEST_STAMP) $(NODE_STAMP) lint
-	QT_QPA_PLATFORM=offscreen QT_QUICK_BACKEND=software $(BIN)/pytest \
+	PYTHONDONTWRITEBYTECODE= QT_QPA_PLATFORM=offscreen QT_QUICK_BACKEND=software $(BIN)/pytest \
 		-n $(TEST_WORKERS) --dist worksteal --durations=25
 
 lint: $(TEST_STAMP)

@@ -32,8 +32,14 @@ UserRole = Literal["admin", "dispatcher"]
 ROLES: tuple[UserRole, ...] = ("admin", "dispatcher")
 
 _hasher = argon2.PasswordHasher()
-# Hashed once, so an unknown name takes as long to refuse as a wrong password.
-_NOBODY = _hasher.hash("no such user")
+# What an unknown name's password is checked against, so that it takes as long to refuse as a
+# wrong password: `_hasher.hash("no such user")` written out, since hashing it at import cost
+# every server process and command 0.2 s of CPU (test_password_hashes.py fails when
+# `_hasher`'s parameters move away from it).
+_NOBODY = (
+    "$argon2id$v=19$m=65536,t=3,p=4$uNKUkGw2DLrf1Yund/VQjA"
+    "$xfsyWV71LUMUiv68/OMc526BlZnY/SWc9gt/FtqYwrY"
+)
 
 
 class UserExistsError(Exception):
