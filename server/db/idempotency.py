@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 import peewee as pw
 
 from server.db.store import ChangeSequence, Store
@@ -80,6 +81,15 @@ class IdempotentCall:
     key: str
     request_hash: str
     effect: Callable[[ChangeSequence], Reply]
+
+
+def stored_json(body: dict[str, Any]) -> str:
+    """A reply's body as stored: orjson's text where it can encode it (a few times faster
+    for a batch's hundreds), the standard library's where it cannot (a lone surrogate)."""
+    try:
+        return orjson.dumps(body).decode()
+    except TypeError:
+        return json.dumps(body)
 
 
 def request_hash(kind: str, payload: Any) -> str:
@@ -229,7 +239,7 @@ def _finish(store: Store, claim: tuple[int, str], reply: Reply) -> None:
         f'UPDATE {_key_table(store)} SET "state" = {p}, "status_code" = {p}, '
         f'"response_body" = {p} WHERE "id" = {p} AND "claim_token" = {p} AND "state" = {p}'
     )
-    params = [_DONE, reply.status, json.dumps(reply.body), row_id, token, _PROCESSING]
+    params = [_DONE, reply.status, stored_json(reply.body), row_id, token, _PROCESSING]
     if not store.db.execute_sql(sql, params).rowcount:
         raise _LostClaim
 
@@ -410,7 +420,7 @@ def _finish_all(store: Store, finished: Sequence[tuple[tuple[int, str], Reply]])
         )
         params: list[Any] = [_DONE]
         for (row_id, token), reply in chunk:
-            params += [row_id, token, reply.status, json.dumps(reply.body)]
+            params += [row_id, token, reply.status, stored_json(reply.body)]
         params.append(_PROCESSING)
         if store.db.execute_sql(sql, params).rowcount != len(chunk):
             raise _LostClaim

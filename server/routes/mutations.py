@@ -6,8 +6,9 @@ import json
 from collections.abc import Sequence
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Body, Header
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from server.access import Action
@@ -166,7 +167,7 @@ def post_mutation(
 )
 def post_batch(
     context: Context, device: CurrentDevice, batch: BatchRequest, install: InstallHeader = None
-) -> JSONResponse:
+) -> Response:
     """Up to 500 mutations in one request; each item has the single endpoint's semantics."""
     if len(batch.mutations) > context.settings.max_batch_items:
         limit = context.settings.max_batch_items
@@ -232,5 +233,9 @@ def post_batch(
             result["retry_after"] = reply.retry_after
         results.append(result)
     # The results are plain JSON already; FastAPI's jsonable_encoder pass over up to 500
-    # records would cost more than the database work.
-    return JSONResponse({"results": results})
+    # records would cost more than the database work, and orjson encodes them several times
+    # faster than the standard library (which answers what orjson refuses).
+    try:
+        return Response(orjson.dumps({"results": results}), media_type="application/json")
+    except TypeError:
+        return JSONResponse({"results": results})
