@@ -141,21 +141,26 @@ def restamp_changed(store: Store, after: int, last: int) -> int:
     A changed work order's present entries (and those of keys it just left) move to its
     change. A changed attachment gets entries of its own (`FILE` + the attachment's id) under
     its work order's keys: attachments never move their work order in the feed."""
-    # Hand-written SQL: it runs at the end of every write transaction. The changed work
-    # orders come with the columns their keys follow, in the one query of the range.
+    # Hand-written SQL: it runs at the end of every write transaction. One query reads the
+    # range: the changed work orders with the columns their keys follow (first column NULL),
+    # then the changed attachments (their id first).
     orders = f'"{store.tables.WorkOrder._meta.table_name}"'
     files = f'"{store.tables.Attachment._meta.table_name}"'
     p = store.db.param
     columns = '"id", "seq", "assignee", "team", "created_by"'
     in_range = f'WHERE "seq" > {p} AND "seq" <= {p}'
-    rows = {
-        row[0]: row
-        for row in store.db.execute_sql(f"SELECT {columns} FROM {orders} {in_range}", [after, last])
-    }
+    sql = (
+        f"SELECT NULL, {columns} FROM {orders} {in_range} UNION ALL "
+        f'SELECT "id", "entity_id", "seq", NULL, NULL, NULL FROM {files} {in_range}'
+    )
+    rows: dict[str, tuple[Any, ...]] = {}
+    attached: list[tuple[str, str, int]] = []
+    for attachment_id, *row in store.db.execute_sql(sql, [after, last, after, last]):
+        if attachment_id is None:
+            rows[row[0]] = tuple(row)
+        else:
+            attached.append((attachment_id, row[0], row[1]))
     changed = {entity_id: row[1] for entity_id, row in rows.items()}
-    attached = store.db.execute_sql(
-        f'SELECT "id", "entity_id", "seq" FROM {files} {in_range}', [after, last]
-    ).fetchall()
     owners = sorted(set(changed) | {entity_id for _, entity_id, _ in attached})
     if not owners:
         return 0
