@@ -7,6 +7,7 @@ worker; the fix and the retry stay on the device. Read in the store's executor; 
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 from typing import Any
@@ -25,6 +26,7 @@ _FAILED_LISTED = 10
 _TEXT_CHARS = 200
 
 
+@functools.cache  # reading the installed distributions costs tens of ms per pull
 def app_version() -> str:
     try:
         return importlib.metadata.version("fieldsync")

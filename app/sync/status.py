@@ -98,6 +98,7 @@ class SyncStatus(EnginePart):
         self._published_state: Connectivity | None = None
         self._progressed = False
         self._queue_published_at = float("-inf")
+        self._queue_interval_s = QUEUE_EVENT_INTERVAL_S
         self.queue_dirty = False
         #: The metrics changed since they were last saved to the store.
         self.metrics_dirty = False
@@ -238,14 +239,18 @@ class SyncStatus(EnginePart):
 
     async def publish_queue(self, *, force: bool = False) -> None:
         """Queue depth for the status bar, at most every ``QUEUE_EVENT_INTERVAL_S`` while
-        draining (counting outstanding jobs per batch would make a drain quadratic); the loop
-        forces a last one when it goes idle."""
+        draining (counting outstanding jobs per batch would make a drain quadratic), and
+        less often when counting them takes long (20,000 open jobs: tens of ms), so that
+        the count never takes more than a tenth of the store's thread; the loop forces a
+        last one when it goes idle."""
         now = self.clock.monotonic()
-        if not force and now - self._queue_published_at < QUEUE_EVENT_INTERVAL_S:
+        if not force and now - self._queue_published_at < self._queue_interval_s:
             self.queue_dirty = True
             return
         self.queue_dirty = False
         self._queue_published_at = now
         depth = await self.executor.run(outstanding_depth, self.store)
+        counted_s = self.clock.monotonic() - now
+        self._queue_interval_s = max(QUEUE_EVENT_INTERVAL_S, 10 * counted_s)
         oldest = depth.pop("oldest_pending_age_s")
         self.events.publish(QueueChanged(depth, oldest))
