@@ -543,37 +543,37 @@ def _lock_waits(goodput: dict[str, Any]) -> str:
     statements = goodput["lock_waits_by_statement"]
     if statements:
         statement, share = next(iter(statements.items()))
-        said += f" The most waited: `{statement}` ({share:.1%})."
+        event, _, text = statement.partition(": ")
+        head = re.split(r" \(| SET | WHERE | VALUES ", text)[0]
+        said += f" The most waited: `{event}` by `{head}` ({share:.1%} of active time at most)."
     return said
 
 
 def _goodput_cpu(goodput: dict[str, Any]) -> str:
-    """Where the drain's CPU went and what PostgreSQL waited on, per server-process count
-    (runs that predate the probe have neither)."""
+    """Where the first drain's CPU went per server-process count, and (for runs from before
+    the lock-wait figure) what PostgreSQL waited on; runs that predate the probe have none."""
     said = []
     for workers, runs in goodput["samples"].items():
         probed = [one for one in runs if "cpu" in one]
         if not probed:
             continue
-        one = probed[0]
-        waits = one["postgresql_waits"]["active_share_by_wait"]
-        locked = sum(share for name, share in waits.items() if name.startswith("Lock:"))
-        locks = one["postgresql_waits"].get("lock_wait_share", locked)
-        said.append(
+        one, cpu = probed[0], probed[0]["cpu"]
+        others = cpu.get("others_busy_cores")
+        text = (
             f"{workers} process{'es' if workers != '1' else ''}: CPU per edit "
             f"{one['server_cpu_ms_per_edit']} ms in the server, "
             f"{one.get('postgresql_cpu_ms_per_edit')} ms in PostgreSQL, "
             f"{one['devices_cpu_ms_per_edit']} ms in the devices; the machine busy "
-            f"{one['cpu']['machine_busy_cores']} of {one['cpu']['machine_cores']} cores"
-            + (
-                f" ({one['cpu']['others_busy_cores']} by other programs)"
-                if "others_busy_cores" in one["cpu"]
-                else ""
-            )  # fmt: skip
-            + "; "
-            f"PostgreSQL's active backends waiting on a lock {locks:.0%} of the time"
+            f"{cpu['machine_busy_cores']} of {cpu['machine_cores']} cores"
+            + (f" ({others} by other programs)" if others is not None else "")
         )
-    return (" " + "; ".join(said) + ".") if said else ""
+        waits = one["postgresql_waits"]
+        if "lock_wait_share" not in waits:
+            shares = waits["active_share_by_wait"]
+            locks = sum(share for name, share in shares.items() if name.startswith("Lock:"))
+            text += f"; PostgreSQL's active backends waiting on a lock {locks:.0%} of the time"
+        said.append(text)
+    return (" First drain of each, " + "; ".join(said) + ".") if said else ""
 
 
 def _storm_label(one: dict[str, Any]) -> str:
