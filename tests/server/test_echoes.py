@@ -115,20 +115,23 @@ def test_a_lost_reply_is_replayed_with_the_record_the_feed_left_out(device: Devi
     assert {**stored, "attachments": None} == {**record, "attachments": None}
 
 
-def test_a_reinstall_gets_back_what_the_old_install_wrote(
-    server: EmbeddedServer, device: Device
-) -> None:
-    token = server.add_device("phone", user="ana")
-    before = creates(device(token=token, install="first"), 3)
-    reinstalled = device(token=token, install="second")
-    after = creates(reinstalled, 2)
-    entries, cursor = reinstalled.pull(limit=2)
-    assert versions(entries) == {(entity_id, 1) for entity_id in before}
-    # A reinstall that pulls before it writes gets everything.
-    again = device(token=token, install="third")
-    assert versions(again.pull(limit=2)[0]) == {(e, 1) for e in before + after}
-    # Back to the second: the third took the token meanwhile, so nothing is left out.
-    assert versions(reinstalled.pull(limit=2)[0]) == {(e, 1) for e in before + after}
+def test_a_reinstall_gets_back_what_the_old_install_wrote(served: EmbeddedServer) -> None:
+    device, clients = device_maker(served)
+    try:
+        token = served.add_device("phone", user="ana")
+        before = creates(device(token=token, install="first"), 3)
+        reinstalled = device(token=token, install="second")
+        after = creates(reinstalled, 2)
+        entries, cursor = reinstalled.pull(limit=2)
+        assert versions(entries) == {(entity_id, 1) for entity_id in before}
+        # A reinstall that pulls before it writes gets everything.
+        again = device(token=token, install="third")
+        assert versions(again.pull(limit=2)[0]) == {(e, 1) for e in before + after}
+        # Back to the second: the third took the token meanwhile, so nothing is left out.
+        assert versions(reinstalled.pull(limit=2)[0]) == {(e, 1) for e in before + after}
+    finally:
+        for api in clients:
+            api.close()
 
 
 def test_a_pin_from_another_device_travels_in_full(device: Device) -> None:
