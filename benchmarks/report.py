@@ -1024,8 +1024,30 @@ def render_headline(runs: dict[str, Run]) -> str:
             _day(upload),
         ),
         _storm_headline(runs["storm_bench"]),
+        *_cli_sync_headline(runs["cli_sync_bench"]),
     ]
     return table(["", "measured", "target", "run"], rows) + "\n"
+
+
+def _cli_sync_headline(run: Run) -> list[tuple[str, str, str, str]]:
+    lean, targets = run["bytes"], run["metadata.targets"]
+    return [
+        (
+            f"`fieldsync sync --until-idle` of {run['edits']:,} offline creates, process start "
+            "included",
+            f"{rate(run['command_edits_per_s'])}/s, {run['command_vs_ingest']:.2f}x the server's "
+            "own batch ingest",
+            f"≥ 0.70x: {met(targets['command_ge_70pct_of_ingest'])}",
+            _day(run),
+        ),
+        (
+            "feed pages downloaded while draining them",
+            f"{lean['feed_bytes']:,} bytes, "
+            f"{lean['feed_bytes'] / lean['mutation_request_bytes']:.2%} of the mutations uploaded",
+            f"< 5 %: {met(targets['feed_bytes_lt_5pct_of_mutation_bytes'])}",
+            _day(run),
+        ),
+    ]
 
 
 def _storm_headline(run: Run) -> tuple[str, str, str, str]:
@@ -1081,6 +1103,7 @@ BLOCKS: dict[str, Block] = {
             "search_bench",
             "upload_bench",
             "storm_bench",
+            "cli_sync_bench",
         ),
         render_headline,
     ),  # fmt: skip
