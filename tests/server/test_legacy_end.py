@@ -4,6 +4,7 @@ there, and the device is told of each work order that left it exactly once."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -13,8 +14,10 @@ import pytest
 
 from server.auth import set_device
 from server.cli import main
+from server.db.store import open_store
 from server.embedded import EmbeddedServer, start_server
 from server.scope import legacy
+from server.scope.held import note_held
 from server.scope.legacy import finish_legacy_ends
 from tests.support.api import ServerApi
 
@@ -170,6 +173,44 @@ def test_set_device_finishes_an_end_left_under_way_before_it_changes_the_scope(
             {record["id"] for record in held} - norths
         )
         assert phone.pull(since)[0] == []
+    finally:
+        office.close()
+        phone.close()
+
+
+def test_two_servers_finishing_one_end_tell_each_work_order_once(
+    db_url: str, served: EmbeddedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    office = ServerApi(served.base_url, served.add_device("office", "admin"))
+    phone = _legacy_phone(served, "phone-3")
+    try:
+        for index in range(3 * _ORDERS):
+            office.create(title=f"Job {index}", assignee="ben")
+        held, since = phone.pull(limit=100)
+        monkeypatch.setattr(legacy, "_CHUNK", 1)
+        _die_in_batch(monkeypatch, 1)  # killed in its first batch: nothing told yet
+        with pytest.raises(Killed):
+            set_device(served.store, "phone-3", user="ana")
+        monkeypatch.setattr(legacy, "note_held", note_held)
+        told: list[int] = []
+
+        def finish() -> None:  # a server's pruner, on its own connection
+            store = open_store(db_url)
+            try:
+                told.append(finish_legacy_ends(store))
+            finally:
+                store.close()
+
+        pruners = [threading.Thread(target=finish) for _ in range(2)]
+        for pruner in pruners:
+            pruner.start()
+        for pruner in pruners:
+            pruner.join(timeout=60)
+        assert sum(told) == len(held)  # between them, each batch once
+        entries, _ = phone.pull(since, limit=100)
+        assert Counter(entry["id"] for entry in entries if entry.get("out_of_scope")) == Counter(
+            record["id"] for record in held
+        )
     finally:
         office.close()
         phone.close()
