@@ -16,8 +16,9 @@ device is a SQLite store and a thread each):
   the create's answer), one request per batch (a lone edit on the single endpoint);
 - replies are classified by `app.sync.errors` (`classify_reply`, `read_error`, `saturated`); a
   transient one waits `app.store.backoff.backoff_delay` with the app's `QueueConfig` and is
-  dead after its `max_attempts`, a saturated server's `Retry-After` holds every request, and a
-  busy feed waits as `app.sync.puller` does;
+  dead after its `max_attempts`; a saturated server's `Retry-After` holds every request and is
+  waited exactly, not counted as an attempt (`JobQueue.refused`); a busy feed waits as
+  `app.sync.puller` does;
 - it names its install (`Fieldsync-Install`) on its writes and pulls, as the engine does;
 - after its edits it pulls as `app.sync.reconcile` does: `GET /v1/me`, then the feed in pages
   of `SyncConfig.pull_page_size` with the device report (`app.sync.device_report`) on the first;
@@ -278,6 +279,11 @@ class StormDevice:
             for later in self.edits:
                 if later.after is edit:
                     later.base_version = edit.version  # the chained job is rebased
+        elif verdict.kind is ReplyKind.TRANSIENT and saturated(reply.status, reply.error):
+            # `JobQueue.refused`: exactly the Retry-After, the claim not counted.
+            edit.attempts -= 1
+            wait = min(reply.retry_after or 0.0, self.queue.backoff.cap)
+            edit.next_at = time.monotonic() + wait
         elif verdict.kind is ReplyKind.TRANSIENT:
             self._retry(edit, reply.retry_after, verdict.reason)
         else:
@@ -314,11 +320,13 @@ class StormDevice:
                     self.pull_refused = 0
                     return True
         except ServerBusyError as busy:
-            if isinstance(busy, ServerSaturatedError):
-                self._busy(busy.retry_after)
-            self.pull_refused += 1
-            delay = backoff_delay(self.pull_refused, self.queue.backoff, self.rng,
-                                  retry_after=busy.retry_after)  # fmt: skip
+            if isinstance(busy, ServerSaturatedError) and busy.retry_after is not None:
+                self._busy(busy.retry_after)  # `app.sync.puller`: exactly as asked
+                delay = min(busy.retry_after, self.queue.backoff.cap)
+            else:
+                self.pull_refused += 1
+                delay = backoff_delay(self.pull_refused, self.queue.backoff, self.rng,
+                                      retry_after=busy.retry_after)  # fmt: skip
             self.pull_not_before = time.monotonic() + delay
             return False
         except SyncError:

@@ -315,6 +315,26 @@ class JobQueue(QueueSweeps, QueueHolds):
             self._record_attempt(conn, job, AttemptOutcome.RETRY, outcome, now)
         return JobStatus.PENDING
 
+    def refused(self, job: ClaimedJob, outcome: Outcome, retry_after: float) -> bool:
+        """A saturated server refused the job unseen and said when to come back: pending
+        again exactly then (at most the backoff's cap), the claim not counted as an attempt,
+        so a storm neither stretches the backoff nor gives an edit up. False if the lease
+        was lost meanwhile."""
+        now = self.clock()
+        delay = min(max(retry_after, 0.0), self.config.backoff.cap)
+        with WriteTransaction(self.db, self.path) as conn:
+            cursor = conn.execute(
+                "UPDATE jobs SET status = 'pending', locked_by = NULL, locked_until = NULL, "
+                "attempt_count = MAX(attempt_count - 1, 0), next_attempt_at = ?, "
+                "last_error = ?, updated_at = ? "
+                "WHERE id = ? AND status = 'leased' AND locked_until = ? AND locked_by = ?",
+                (now + delay, outcome.error, now, job.id, job.locked_until, job.locked_by),
+            )
+            if cursor.rowcount == 0:
+                return False
+            self._record_attempt(conn, job, AttemptOutcome.RETRY, outcome, now)
+        return True
+
     def dead(self, job: ClaimedJob, outcome: Outcome) -> JobStatus | Stale:
         """A permanent failure: dead-lettered with the reason, kept for review."""
         return self._finish(job, JobStatus.DEAD, outcome, self.clock())

@@ -27,6 +27,7 @@ from app.sync.errors import (
     classify_failure,
     classify_reply,
     retry_reason,
+    saturated,
 )
 from app.sync.merge import conflict_hold, intent_applied, three_way, unknown_base
 from app.sync.transport import Reply
@@ -168,7 +169,10 @@ def apply_replies(
                 queue.release([job])
                 report.auth_failed = True
             elif verdict.kind is ReplyKind.TRANSIENT:
-                queue.retry(job, outcome, retry_after=reply.retry_after)
+                if saturated(reply.status, reply.error) and reply.retry_after is not None:
+                    queue.refused(job, outcome, reply.retry_after)  # exactly as asked
+                else:
+                    queue.retry(job, outcome, retry_after=reply.retry_after)
                 report.count_retry(job, retry_reason(verdict))
             else:
                 queue.dead(job, outcome)

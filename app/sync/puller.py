@@ -137,15 +137,14 @@ class Puller(EnginePart):
             self.status.last_error = str(exc)
             self.status.server_answered()
             log.warning("pull deferred: %s", exc)
-            self._refused += 1
-            if isinstance(exc, ServerSaturatedError):
+            backoff = self.store.queue.config.backoff
+            if isinstance(exc, ServerSaturatedError) and exc.retry_after is not None:
+                # The server said when: exactly then, without growing the backoff.
                 self.status.server_busy(exc.retry_after)
-            delay = backoff_delay(
-                self._refused,
-                self.store.queue.config.backoff,
-                self.rng,
-                retry_after=exc.retry_after,
-            )
+                delay = min(exc.retry_after, backoff.cap)
+            else:
+                self._refused += 1
+                delay = backoff_delay(self._refused, backoff, self.rng, retry_after=exc.retry_after)
             self._not_before = self.clock.monotonic() + delay
             self.due = True
             return None

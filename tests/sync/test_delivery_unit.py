@@ -22,6 +22,7 @@ from app.store.backoff import BackoffPolicy
 from app.store.cache import apply_server_record
 from app.store.db import connection
 from app.store.errors import InvalidEditError
+from app.store.jobs import Outcome
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
 from app.sync.transport import detail_words
@@ -156,6 +157,30 @@ async def test_batch_429_applies_to_every_job(tmp_path: Any) -> None:
             batch_size=10,
         )
         assert all(j["next_attempt_at"] >= before + 5.0 for j in job_rows(store))
+
+
+async def test_a_saturated_server_is_waited_exactly_and_never_gives_an_edit_up(
+    tmp_path: Any,
+) -> None:
+    # Before: 429 server_busy counted as a failed attempt, so a storm stretched the backoff
+    # past the Retry-After (30 s here instead of 7) and gave edits up after max_attempts.
+    slow = BackoffPolicy(initial=30.0, cap=60.0, jitter=0.0)
+    with make_store(tmp_path / "d", max_attempts=2, backoff=slow) as store:
+        create(store)
+        fake = FakeServer()
+        fake.script.append(json_response(429, {"error": "server_busy"}, **{"Retry-After": "7"}))
+        before = time.time()
+        await deliver_until(store, fake, after_first_attempt(store, fake), batch_size=1)
+        job = one_job(store)
+        assert job["status"] == "pending"
+        assert job["attempt_count"] == 0  # the refusal is not an attempt
+        assert before + 7.0 <= job["next_attempt_at"] <= time.time() + 7.0  # exactly as asked
+        for _ in range(5):  # refused again and again: never dead
+            connection(store.db).execute("UPDATE jobs SET next_attempt_at = 0")  # due now
+            [claimed] = store.queue.claim("worker-1", 1)
+            assert store.queue.refused(claimed, Outcome(error="server busy"), 0.0)
+        assert one_job(store)["status"] == "pending"
+        assert one_job(store)["attempt_count"] == 0
 
 
 # -- permanent rows ----------------------------------------------------------------------------
