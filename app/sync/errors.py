@@ -27,6 +27,8 @@ decision by `classify_decision`, a pin's by `classify_pin`.
     =====================================  ============  ===============================
     connect error, DNS, reset, timeout     transient     pending + backoff; offline probe
     502, 503, 504                          transient     pending + backoff (Retry-After)
+    429 server_busy                        transient     pending exactly at Retry-After,
+                                                         not an attempt; all requests wait
     429                                    transient     pending + Retry-After
     409 idempotency_key_in_use             transient     pending + Retry-After
     malformed / non-JSON reply             transient     pending; dead after the limit
