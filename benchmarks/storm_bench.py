@@ -9,7 +9,7 @@ and enrols its devices there with `server.auth.add_device` (what `fieldsync-serv
 runs), each with its own token, as a worker of its own in a crew of `TEAM_SIZE` (so each
 device's feed carries its crew's work). The server is `fieldsync-server serve --workers N`
 (`--log-level warning`, every other setting its default: the per-device rate limit in the
-database, admission control at 16 requests in flight per process and 64 waiting). Before the
+database, admission control at 16 requests in flight per process and 256 waiting). Before the
 storm, one device sends a few batches and pulls through every process, so the figures are of
 warm processes; its edits are not counted.
 

@@ -2,7 +2,7 @@
 
     fieldsync-server serve --db URL --host 127.0.0.1 --port 8750 [--workers 4]
                            [--rate-limit-scope auto|database|process] [--worker-search all|scope]
-                           [--max-in-flight 16] [--max-queued 64]
+                           [--max-in-flight 16] [--max-queued 256]
                            [--attachments-dir DIR] [--max-upload-mib 100]
                            [--device-unfinished-mib 1024] [--user-stored-mib 20480]
                            [--min-free-disk-mib 512]

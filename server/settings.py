@@ -62,8 +62,8 @@ class Settings:
     #: how long; every other one is answered 429 with a `Retry-After` of at most
     #: `busy_retry_after_max_seconds`.
     max_in_flight_requests: int = 16
-    max_queued_requests: int = 64
-    queue_wait_seconds: float = 2.0
+    max_queued_requests: int = 256
+    queue_wait_seconds: float = 10.0
     busy_retry_after_max_seconds: int = 30
     #: How often the background pruner deletes expired idempotency keys.
     prune_interval_seconds: float = 3600.0
