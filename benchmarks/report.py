@@ -299,7 +299,7 @@ def render_cli_sync(runs: dict[str, Run]) -> str:
             f"{lean['feed_entries']} entries)",
             f"{lean['feed_bytes']:,} bytes",
             f"{lean['mutation_request_bytes']:,} bytes of mutations uploaded: "
-            f"{lean['feed_bytes'] / lean['mutation_request_bytes']:.2%}",
+            f"{lean['feed_bytes'] / lean['mutation_request_bytes']:.3%}",
             f"< 5 %: {met(targets['feed_bytes_lt_5pct_of_mutation_bytes'])}",
         ),
         (
@@ -1043,7 +1043,7 @@ def _cli_sync_headline(run: Run) -> list[tuple[str, str, str, str]]:
         (
             "feed pages downloaded while draining them",
             f"{lean['feed_bytes']:,} bytes, "
-            f"{lean['feed_bytes'] / lean['mutation_request_bytes']:.2%} of the mutations uploaded",
+            f"{lean['feed_bytes'] / lean['mutation_request_bytes']:.3%} of the mutations uploaded",
             f"< 5 %: {met(targets['feed_bytes_lt_5pct_of_mutation_bytes'])}",
             _day(run),
         ),
