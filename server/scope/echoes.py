@@ -58,6 +58,8 @@ class Echoes:
     """Whose writes a feed page may leave out: this device's, numbered above `floor`."""
 
     device_id: int
+    #: Its name, which its writes stamp as `updated_by`: others' rows need no lookup.
+    device_name: str
     floor: int
 
 
@@ -74,7 +76,7 @@ def note_install(store: Store, device: AuthenticatedDevice, install: str | None)
     if install is None:
         return None
     if install == device.install_id:
-        return Echoes(device.id, device.install_floor)
+        return Echoes(device.id, device.name, device.install_floor)
     devices = store.tables.Device
     with store.write_transaction() as sequence:
         devices.update(install_id=install, install_floor=sequence.start).where(
@@ -84,7 +86,7 @@ def note_install(store: Store, device: AuthenticatedDevice, install: str | None)
     found: Any = row.tuples().first()
     if found is None or found[0] != install:
         return None
-    return Echoes(device.id, int(found[1]))
+    return Echoes(device.id, device.name, int(found[1]))
 
 
 def _marks(store: Store, count: int) -> str:
@@ -105,7 +107,11 @@ def own_writes(
 ) -> set[str]:
     """Which of these work orders (their current rows, each at its feed position) the device
     holds as it wrote them: the entries a page from `since` leaves out."""
-    mine = sorted(e for e, row in rows.items() if int(row["seq"]) > echoes.floor)
+    mine = sorted(
+        entity_id
+        for entity_id, row in rows.items()
+        if int(row["seq"]) > echoes.floor and row["updated_by"] == echoes.device_name
+    )
     if not mine:
         return set()
     log = f'"{store.tables.WorkOrderChange._meta.table_name}"'
