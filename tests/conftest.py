@@ -4,6 +4,7 @@ office password hashes in this process."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import sys
@@ -14,6 +15,42 @@ import argon2
 import pytest
 
 from tests.support.postgres import PostgresCluster, PostgresUnavailable, running_postgres
+
+#: Where the tests that start many programs each live: run first, spread over the workers.
+_HEAVY_DIRS = ("tests/benchmarks/", "tests/chaos/")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, deal the heavy tests (slow ones, benchmark smoke runs, chaos) to the
+    front of every worker's share. `worksteal` hands each worker a contiguous third of this
+    list and steals from the back of it; in collection order the heavy tests (benchmarks and
+    chaos sort early) all fell to the first worker, one after the other, minutes of them."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers < 2:
+        return
+    root = str(config.rootpath)
+
+    def heavy(item: pytest.Item) -> bool:
+        where = str(item.path).removeprefix(root).lstrip("/")
+        return where.startswith(_HEAVY_DIRS) or item.get_closest_marker("slow") is not None
+
+    front = [item for item in items if heavy(item)]
+    rest = [item for item in items if not heavy(item)]
+    # The shares `worksteal` sends first: len // workers, then of what is left, and so on.
+    sizes, left = [], len(items)
+    for remaining in range(workers, 0, -1):
+        sizes.append(left // remaining)
+        left -= sizes[-1]
+    shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    for index, item in enumerate(front):
+        shares[index % workers].append(item)
+    ordered: list[pytest.Item] = []
+    for share, size in zip(shares, sizes, strict=True):
+        take = max(size - len(share), 0)
+        ordered += share + rest[:take]
+        del rest[:take]
+    items[:] = ordered + rest
+
 
 _CHEAP_HASHER = argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST)
 
