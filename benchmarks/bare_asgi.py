@@ -3,9 +3,11 @@
 It reads the request body and answers `{"status": "ok"}` to every request, under the same
 uvicorn, protocol (`server.listen.NoDelayH11Protocol`: h11, Nagle off) and event loop as
 `fieldsync-server serve`, in its own process. What a request costs here is what any endpoint
-costs before it does anything: uvicorn's parse and write, the loop, the client.
+costs before it does anything: uvicorn's parse and write, the loop, the client. With
+`httptools`, uvicorn parses with httptools (C) instead of h11 (Python): the difference is what
+h11's parse costs per request.
 
-    python benchmarks/bare_asgi.py PORT
+    python benchmarks/bare_asgi.py PORT [h11|httptools]
 """
 
 from __future__ import annotations
@@ -40,8 +42,12 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 def main() -> None:
-    sock = listening_socket("127.0.0.1", int(sys.argv[1]))
-    uvicorn.Server(uvicorn_config(app, log_level="warning")).run(sockets=[sock])
+    sock = listening_socket("127.0.0.1", int(sys.argv[1]))  # Nagle off on either protocol
+    config = uvicorn_config(app, log_level="warning")
+    if sys.argv[2:] == ["httptools"]:
+        config = uvicorn.Config(app, http="httptools", log_config=None, access_log=False,
+                                log_level="warning", lifespan="on")  # fmt: skip
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 if __name__ == "__main__":

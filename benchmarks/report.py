@@ -363,6 +363,7 @@ SERVER_TARGETS = {"sqlite": (0.3, 0.7), "postgresql": (0.5, 0.7)}
 def _server_rows(backend: str, label: str, figures: dict[str, Any]) -> list[tuple[str, ...]]:
     single, batch, healthz = figures["single"], figures["batch"], figures["healthz_ms"]
     cpu, ratios = figures["cpu_per_single_us"], figures["ratios"]
+    bare, fast = figures["cpu_per_bare_asgi_us"], figures["cpu_per_bare_asgi_httptools_us"]
     single_target, batch_target = SERVER_TARGETS[backend]
     pg_cpu = f", PostgreSQL {cpu['postgresql_us']:,.0f} µs" if "postgresql_us" in cpu else ""
     return [
@@ -392,7 +393,8 @@ def _server_rows(backend: str, label: str, figures: dict[str, Any]) -> list[tupl
         ),
         (
             f"{label}: the single endpoint's requests to a bare ASGI app",
-            f"{rate(single['bare_asgi'])}/s",
+            f"{rate(single['bare_asgi'])}/s (h11, as served); "
+            f"{rate(single['bare_asgi_httptools'])}/s (httptools)",
             "",
             f"raw driver: {rate(single['raw_same_rows'])}/s",
             f"{ratios['bare_asgi_vs_raw']:.2f}×",
@@ -403,6 +405,15 @@ def _server_rows(backend: str, label: str, figures: dict[str, Any]) -> list[tupl
             f"client {cpu['client_us']:,.0f} µs, server {cpu['server_us']:,.0f} µs{pg_cpu}",
             "",
             f"wall {cpu['wall_us']:,.0f} µs",
+            "",
+            "",
+        ),
+        (
+            f"{label}: CPU per request to the bare ASGI app",
+            f"client {bare['client_us']:,.0f} µs, server {bare['server_us']:,.0f} µs (h11) / "
+            f"{fast['server_us']:,.0f} µs (httptools)",
+            "",
+            f"wall {bare['wall_us']:,.0f} µs",
             "",
             "",
         ),

@@ -14,7 +14,8 @@ hits every measurement alike:
 - raw (the ceiling): the same rows through the bare DB-API cursor, in the server's
   transactions (benchmarks/raw_writer.py says exactly what it sends);
 - bare_asgi (the HTTP floor): the same client sending the single endpoint's requests to an
-  ASGI app that does nothing, under the same uvicorn and protocol (benchmarks/bare_asgi.py);
+  ASGI app that does nothing, under the same uvicorn and protocol (benchmarks/bare_asgi.py),
+  and under uvicorn's httptools parser instead of h11 (what h11's parse costs);
 - cpu: CPU time per single mutation of the client, the server process and PostgreSQL,
   beside the wall time: on 2 cores they take turns, so their sum is the wall's floor;
 - healthz: `GET /healthz` median round trip, kept-alive and fresh, and the bare app's.
@@ -63,11 +64,17 @@ LOG_LEVEL = "info"
 
 
 class BareAsgiProcess(ServerProcess):
-    """benchmarks/bare_asgi.py on a free loopback port (it answers /healthz like any path)."""
+    """benchmarks/bare_asgi.py on a free loopback port (it answers /healthz like any path),
+    parsing with `http` (h11, as the server does, or httptools)."""
+
+    def __init__(self, workdir: Path, http: str) -> None:
+        super().__init__(workdir)
+        self.http = http
+        self.log_path = workdir / f"bare-{http}.log"
 
     def command(self) -> list[str]:
         return [sys.executable, str(Path(__file__).resolve().parent / "bare_asgi.py"),
-                str(self.port)]  # fmt: skip
+                str(self.port), self.http]  # fmt: skip
 
 
 def _client(base_url: str, token: str, connection: str) -> httpx.Client:
@@ -149,12 +156,12 @@ def _median(samples: list[float]) -> float:
 
 
 def _single_with_cpu(
-    client: httpx.Client, count: int, window: CpuWindow
+    client: httpx.Client, count: int, window: CpuWindow, expect: int = 201
 ) -> tuple[float, dict[str, float]]:
     """The kept-alive single rate, and CPU µs per mutation of each process group."""
     window.start()
     client_cpu = time.process_time()
-    rate = single_rate(client, count)
+    rate = single_rate(client, count, expect)
     client_cpu = time.process_time() - client_cpu
     cpu = window.stop()
     per = {f"{name.removesuffix('_cpu_s')}_us": 1e6 * cpu[name] / count
@@ -174,11 +181,14 @@ def bench_backend(
     runs, single, batch, pings = (counts[n] for n in ("runs", "single", "batch", "pings"))
     token = provision_device(db_url, "bench", "worker")
     samples: dict[str, dict[str, list[float]]] = {
-        "single": {"kept_alive": [], "fresh_connection": [], "raw_same_rows": [], "bare_asgi": []},
+        "single": {"kept_alive": [], "fresh_connection": [], "raw_same_rows": [], "bare_asgi": [],
+                   "bare_asgi_httptools": []},
         "batch": {"kept_alive": [], "fresh_connection": [], "two_in_flight": [],
                   "raw_same_rows": []},
         "healthz_ms": {"kept_alive": [], "fresh_connection": [], "bare_asgi": []},
         "cpu_per_single_us": {},
+        "cpu_per_bare_asgi_us": {},
+        "cpu_per_bare_asgi_httptools_us": {},
     }  # fmt: skip
     raw = RawWriter(raw_url, FIELDS)
     # Separate processes, as in production: a client in the same interpreter would compete
@@ -186,7 +196,8 @@ def bench_backend(
     try:
         with (
             ServerProcess(workdir, db_url=db_url, log_level=LOG_LEVEL) as server,
-            BareAsgiProcess(workdir) as bare,
+            BareAsgiProcess(workdir, "h11") as bare,
+            BareAsgiProcess(workdir, "httptools") as fast_bare,
         ):
             groups = {"server": lambda: {server.pid}}
             if postmaster is not None:
@@ -194,11 +205,17 @@ def bench_backend(
             window = CpuWindow(groups)
             clients = {c: _client(server.base_url, token, c) for c in CONNECTIONS}
             second = _client(server.base_url, token, "kept_alive")
-            floor = _client(bare.base_url, token, "kept_alive")
+            floors = {
+                name: (_client(process.base_url, token, "kept_alive"),
+                       CpuWindow({"server": lambda p=process: {p.pid}}))
+                for name, process in (("bare_asgi", bare), ("bare_asgi_httptools", fast_bare))
+            }  # fmt: skip
+            floor = floors["bare_asgi"][0]
             try:
                 for client in clients.values():
                     single_rate(client, 10)  # warm up caches and code paths
-                single_rate(floor, 10, expect=200)
+                for client, _ in floors.values():
+                    single_rate(client, 10, expect=200)
                 for _ in range(runs):
                     for connection, client in clients.items():
                         samples["healthz_ms"][connection].append(healthz_ms(client, pings))
@@ -213,11 +230,15 @@ def bench_backend(
                     pair = [clients["kept_alive"], second]
                     samples["batch"]["two_in_flight"].append(batch_rate_in_flight(pair, batch))
                     samples["healthz_ms"]["bare_asgi"].append(healthz_ms(floor, pings))
-                    samples["single"]["bare_asgi"].append(single_rate(floor, single, 200))
+                    for name, (client, floor_window) in floors.items():
+                        rate, cpu = _single_with_cpu(client, single, floor_window, 200)
+                        samples["single"][name].append(rate)
+                        for part, value in cpu.items():
+                            samples[f"cpu_per_{name}_us"].setdefault(part, []).append(value)
                     samples["single"]["raw_same_rows"].append(raw.rate(single, 1))
                     samples["batch"]["raw_same_rows"].append(raw.rate(batch, BATCH_SIZE))
             finally:
-                for client in (*clients.values(), second, floor):
+                for client in (*clients.values(), second, *(c for c, _ in floors.values())):
                     client.close()
     finally:
         raw.close()
@@ -235,6 +256,7 @@ def _figures(samples: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
         "batch_vs_raw": round(batch["kept_alive"] / batch["raw_same_rows"], 3),
         "batch_vs_single": round(batch["kept_alive"] / single["kept_alive"], 2),
         "single_vs_bare_asgi": round(single["kept_alive"] / single["bare_asgi"], 3),
+        "bare_asgi_httptools_vs_h11": round(single["bare_asgi_httptools"] / single["bare_asgi"], 3),
         "bare_asgi_vs_raw": round(single["bare_asgi"] / single["raw_same_rows"], 3),
         "batch_two_in_flight_vs_one": round(batch["two_in_flight"] / batch["kept_alive"], 3),
         "single_kept_alive_vs_fresh": round(single["kept_alive"] / single["fresh_connection"], 3),
@@ -278,7 +300,10 @@ def print_table(results: dict[str, Any]) -> None:
         print(f"{label:40}{cells[0]}  {cells[1]}")
 
     for kind, names in (
-        ("single", ("kept_alive", "fresh_connection", "raw_same_rows", "bare_asgi")),
+        (
+            "single",
+            ("kept_alive", "fresh_connection", "raw_same_rows", "bare_asgi", "bare_asgi_httptools"),
+        ),
         ("batch", ("kept_alive", "fresh_connection", "two_in_flight", "raw_same_rows")),
     ):
         for name in names:
@@ -286,9 +311,12 @@ def print_table(results: dict[str, Any]) -> None:
     for name in (*CONNECTIONS, "bare_asgi"):
         row(f"GET /healthz ms, {name.replace('_', ' ')}",
             lambda b, n=name: b["healthz_ms"][n], ".2f")  # fmt: skip
-    for name in ("wall_us", "client_us", "server_us", "postgresql_us"):
-        row(f"µs per single mutation: {name[:-3]} cpu".replace("wall cpu", "wall"),
-            lambda b, n=name: b["cpu_per_single_us"].get(n, 0.0), ",.0f")  # fmt: skip
+    for what in ("single", "bare_asgi", "bare_asgi_httptools"):
+        for name in ("wall_us", "client_us", "server_us", "postgresql_us"):
+            if what != "single" and name == "postgresql_us":
+                continue
+            row(f"µs per {what}: {name[:-3]} cpu".replace("wall cpu", "wall"),
+                lambda b, n=name, w=what: b[f"cpu_per_{w}_us"].get(n, 0.0), ",.0f")  # fmt: skip
     for ratio in backends[0]["ratios"] if backends[0] else ():
         row(ratio.replace("_", " "), lambda b, r=ratio: b["ratios"][r], ".2f")
 
@@ -343,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
                 "marked done with the reply"
             ),
             "bare_asgi": "an ASGI app answering {'status': 'ok'}, same uvicorn and protocol",
+            "bare_asgi_httptools": "the same app, uvicorn parsing with httptools instead of h11",
             "cpu_per_single_us": (
                 "CPU µs per kept-alive single mutation: client (the bench process), server "
                 "process, PostgreSQL (postmaster and backends); wall = 1e6 / rate"
