@@ -5,22 +5,25 @@
 
 Each run makes a fresh device data dir and `fieldsync import`s N creates into it (not timed),
 then, against one fresh server process per run (`fieldsync-server serve`, SQLite, rate limit
-off), first:
+off), times:
 
 - the reference: the server's own batch ingest of the very same mutations (read from the
   device's queue: the same fields, under new ids and keys, as another person's) posted
   straight to `POST /v1/mutations/batch` in 100-item batches from one kept-alive
   httpx.AsyncClient, 2 in flight as the engine keeps;
-- then the command as a new user runs it: `fieldsync --data-dir D --server URL sync --until-idle`
+- the command as a new user runs it: `fieldsync --data-dir D --server URL sync --until-idle`
   with `FIELDSYNC_TOKEN`, timed from process start to exit, defaults untouched (the
   device's own request rate limit included). The run then checks every job done, every record
   held at version 1 on the device, and N records on the server.
 
-The ratio is the reference's time over the command's. Then, once, the bytes: the same N
-creates drained by the same engine in process (the CLI's `SyncConfig`), through a transport
-that counts request bodies of `/v1/mutations*` and response bodies of `GET /v1/changes`, with
-the install header (the feed leaves out the device's own writes: server/scope/echoes.py) and,
-as the baseline, without it (an app from before: every record comes back).
+The two take turns going first (the second meets a table that already holds N rows). The
+ratio is the reference's time over the command's, the median of the runs' own ratios; each
+run also says the CPU seconds of the server and of the command's process. Then, once, the
+bytes: the same N creates drained by the same engine in process (the CLI's `SyncConfig`),
+through a transport that counts request bodies of `/v1/mutations*` and response bodies of
+`GET /v1/changes`, with the install header (the feed leaves out the device's own writes:
+server/scope/echoes.py) and, as the baseline, without it (an app from before: every record
+comes back).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class Plan:
 
 
 PLANS = {
-    "full": Plan(runs=3, edits=20_000),
+    "full": Plan(runs=5, edits=20_000),
     "quick": Plan(runs=3, edits=5_000),
     "smoke": Plan(runs=1, edits=300),
 }
@@ -152,9 +155,9 @@ def _check_device(data_dir: Path, edits: int) -> None:
         raise RuntimeError(f"device after the command: jobs {jobs}, {held} of {edits} held")
 
 
-def one_run(edits: int, *, count: bool) -> dict[str, Any]:
-    """On one fresh server: the reference ingest, then the command (each its own person), and
-    with `count` the two counted drains after them."""
+def one_run(edits: int, *, count: bool, reference_first: bool) -> dict[str, Any]:
+    """On one fresh server: the reference ingest and the command (each its own person), in
+    the order asked, and with `count` the two counted drains after them."""
     with temp_dir() as root:
         data_dir = root / "device"
         _offline_creates(data_dir, edits)
@@ -168,12 +171,16 @@ def one_run(edits: int, *, count: bool) -> dict[str, Any]:
                    "--until-idle"]  # fmt: skip
         with server:
             window = CpuWindow({"server": lambda: tree(server.pid)})
-            # First, so that the command is the one meeting a table that already holds N rows.
-            window.start()
-            ingest_s = asyncio.run(_ingest(server.base_url, reference, mutations))
-            ingest_cpu = window.stop()
-            if _server_count(server.base_url, reference) != edits:
-                raise RuntimeError("the reference lost records")
+
+            def ingest() -> tuple[float, dict[str, float]]:
+                window.start()
+                elapsed = asyncio.run(_ingest(server.base_url, reference, mutations))
+                return elapsed, window.stop()
+
+            # The second of the two meets a table that already holds N rows: the runs take
+            # turns, so that neither always does.
+            if reference_first:
+                ingest_s, ingest_cpu = ingest()
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             window.start()
             started = time.perf_counter()
@@ -183,6 +190,10 @@ def one_run(edits: int, *, count: bool) -> dict[str, Any]:
             command_cpu = window.stop()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             device_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            if not reference_first:
+                ingest_s, ingest_cpu = ingest()
+            if _server_count(server.base_url, reference) != edits:
+                raise RuntimeError("the reference lost records")
             if done.returncode != 0:
                 raise RuntimeError(f"fieldsync sync failed: {done.stderr[-2000:]}")
             if _server_count(server.base_url, reader) != edits:
@@ -275,7 +286,7 @@ def run(plan: Plan, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
     samples: list[dict[str, float]] = []
     counted: dict[str, Any] = {}
     for index in range(plan.runs):
-        sample = one_run(plan.edits, count=index == 0)
+        sample = one_run(plan.edits, count=index == 0, reference_first=index % 2 == 0)
         counted = counted or {name: sample.pop(name) for name in ("bytes", "bytes_with_echoes")}
         samples.append(sample)
         say(f"run {index + 1}: ingest {sample['ingest_s']:.2f} s "
@@ -311,7 +322,8 @@ def run(plan: Plan, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
             "reference_batch_size": BATCH,
             "command": "fieldsync --data-dir D --server URL sync --until-idle (FIELDSYNC_TOKEN)",
             "server": "a fresh separate process per run (fieldsync-server serve, SQLite, "
-            "loopback): the reference, then the command, each its own person",
+            "loopback): the reference and the command, each its own person, taking turns "
+            "going first",
             "server_flags": "--log-level warning --rate-limit-per-second 0",
             "bytes_counted": "HTTP bodies (no headers) of one in-process drain per variant, "
             "after the first run's command, on its server",
