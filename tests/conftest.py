@@ -7,11 +7,14 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import ssl
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import argon2
+import httpx._transports.default as httpx_transports
 import pytest
 
 from tests.support.postgres import PostgresCluster, PostgresUnavailable, running_postgres
@@ -66,6 +69,28 @@ def cheap_password_hashes(request: pytest.FixtureRequest, monkeypatch: pytest.Mo
         return
     monkeypatch.setattr(users, "_hasher", _CHEAP_HASHER)
     monkeypatch.setattr(users, "_NOBODY", _CHEAP_HASHER.hash("no such user"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_default_ssl_context() -> Iterator[None]:
+    """Every httpx client in this process that verifies with the default trust store shares
+    one SSL context, as httpx's docs advise: each built its own, loading the whole CA bundle
+    (30 ms of CPU) for every client the tests and the in-process app open, thousands of them.
+    Clients given their own context or bundle still get theirs."""
+    build = httpx_transports.create_ssl_context
+    shared: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+
+    def create_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None or not trust_env:
+            return build(verify=verify, cert=cert, trust_env=trust_env)
+        where = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if where not in shared:
+            shared[where] = build(verify=True, cert=None, trust_env=True)
+        return shared[where]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(httpx_transports, "create_ssl_context", create_ssl_context)
+        yield
 
 
 @pytest.fixture(scope="session")
