@@ -308,6 +308,10 @@ def summarise(
     for row in rows:
         for status, count in row["statuses"].items():
             statuses[status] = statuses.get(status, 0) + count
+    no_answer: dict[str, int] = {}
+    for row in rows:
+        for why, count in row["no_answer"].items():
+            no_answer[why] = no_answer.get(why, 0) + count
     done = sum(row["done"] for row in rows)
     first_back = min(row["returned"] for row in rows)
     acks = [row["last_ack"] for row in rows if row["last_ack"] is not None]
@@ -340,6 +344,7 @@ def summarise(
         },  # fmt: skip
         "requests": sum(row["requests"] for row in rows),
         "statuses": dict(sorted(statuses.items())),
+        "no_answer": no_answer,  # requests that met a network error (retried)
         "refused_saturated": sum(row["saturated"] for row in rows),
         "devices_refused": sum(1 for row in rows if row["saturated"]),
         "retry_after_waited_s": round(sum(row["retry_after_s"] for row in rows), 1),

@@ -7,26 +7,21 @@ lets at most `queue` more wait (first come, first served) for at most `wait_s` s
 answers every other one at once with `Retry-After`: the device comes back later, and memory
 stays bounded by `limit + queue` requests whatever the number of devices.
 
-The `Retry-After` a refused device is given spreads the refused over the time the process
-needs to work off what it was asked meanwhile: the requests refused in the last second, plus
-those running and waiting, over the rate it finishes them when saturated (`RetryAdvice`). Each
-refusal draws a whole number of seconds from 1 to that estimate, so the returning devices do
-not all arrive in the same second again.
+The `Retry-After` a refused device is given is its place in a line of returns paced at the
+rate the process finishes requests (`RetryAdvice`): after what is running and waiting, and
+after those refused before it, so the devices come back no faster than they can be served.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import random
 import time
 from collections import deque
 from collections.abc import Callable
 
 __all__ = ["Admission", "RetryAdvice"]
 
-#: Refusals within this long count as demand still to be met.
-_DEMAND_WINDOW_S = 1.0
 #: How much each finished request moves the mean time a request takes.
 _DURATION_WEIGHT = 0.1
 #: The mean assumed before any request has finished.
@@ -34,29 +29,25 @@ _FIRST_DURATION_S = 0.1
 
 
 class RetryAdvice:
-    """The `Retry-After` of a refusal, from how long requests take and the demand in hand
-    (pure, with an injected clock and random source).
+    """The `Retry-After` of each refusal: a place in a line of returns paced at the rate the
+    process finishes requests (pure, with an injected clock).
 
-    The process finishes about `limit / mean duration` requests a second while saturated
-    (Little's law): measured from the requests themselves, not from a rate over time, so that
-    a storm after an idle hour meets the process's real pace at once."""
+    A saturated process finishes about `limit / mean duration` requests a second (Little's
+    law: measured from the requests themselves, so a storm after an idle hour meets the
+    process's real pace at once). Devices honour `Retry-After` exactly, so each refusal is
+    told to come back once the requests already in hand are done and those refused before it
+    have had their turn: the returns arrive as fast as the process can take them, neither in
+    one wave that is refused again nor spread so thin that the process idles."""
 
-    def __init__(
-        self,
-        most_s: int,
-        limit: int,
-        clock: Callable[[], float],
-        rng: random.Random | None = None,
-    ) -> None:
+    def __init__(self, most_s: int, limit: int, clock: Callable[[], float]) -> None:
         if most_s < 1 or limit < 1:
             raise ValueError("the longest Retry-After is at least 1 s, the limit at least 1")
         self.most_s = most_s
         self.limit = limit
         self._clock = clock
-        self._rng = rng or random.Random()
         self.mean_duration_s = _FIRST_DURATION_S
         self._measured = False
-        self._refused: deque[float] = deque()  # when each recent refusal was made
+        self._line_free_at = float("-inf")  # when the last return promised is taken
 
     def finished(self, duration_s: float) -> None:
         """One admitted request ended after running `duration_s` seconds."""
@@ -66,14 +57,16 @@ class RetryAdvice:
         self.mean_duration_s += _DURATION_WEIGHT * (duration_s - self.mean_duration_s)
 
     def refuse(self, busy: int) -> int:
-        """Seconds a request refused now should wait; `busy` requests are running or queued."""
+        """Whole seconds a request refused now should wait; `busy` requests are running or
+        waiting, and go first."""
         now = self._clock()
-        while self._refused and self._refused[0] <= now - _DEMAND_WINDOW_S:
-            self._refused.popleft()
-        self._refused.append(now)
         per_second = self.limit / max(self.mean_duration_s, 1e-3)
-        spread = math.ceil((busy + len(self._refused)) / per_second)
-        return self._rng.randint(1, max(1, min(self.most_s, spread)))
+        turn = max(now + busy / per_second, self._line_free_at)
+        wait = math.ceil(turn - now)
+        if wait > self.most_s:
+            return self.most_s  # the line is longer than we promise: not a place in it
+        self._line_free_at = turn + 1 / per_second
+        return max(1, wait)
 
 
 class Admission:
