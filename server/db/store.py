@@ -121,11 +121,28 @@ class Store:
         (server/db/schema.py); idempotent, safe from several processes."""
         with self.db.connection_context():
             with self.db.atomic():
-                self.db.create_tables(self.tables.all(), safe=True)
+                self._create_missing()
             counter = self.tables.ChangeCounter
             with self.db.atomic():
                 counter.insert(name=_COUNTER, value=0).on_conflict_ignore().execute()
             apply_steps(self.db, self.tables)
+
+    def _create_missing(self) -> None:
+        """Create the tables and indexes that do not exist, and touch nothing else.
+
+        `CREATE INDEX IF NOT EXISTS` locks its table against writes (SHARE) before it finds
+        the index there: on every start, a server would wait for the writers of another
+        process, and they for it, one table after another, and deadlock with them."""
+        present = set(self.db.get_tables())
+        models = self.tables.all()
+        self.db.create_tables([m for m in models if m._meta.table_name not in present], safe=True)
+        for model in models:
+            table = model._meta.table_name
+            if table not in present:
+                continue
+            indexes = {index.name for index in self.db.get_indexes(table)}
+            if any(index._name not in indexes for index in model._meta.fields_to_index()):
+                pw.SchemaManager(model, self.db).create_indexes(safe=True)
 
     def _counter_value(self) -> int:
         # Hand-written, as the UPDATE in write_transaction: each runs once per write.

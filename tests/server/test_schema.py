@@ -282,3 +282,27 @@ def test_two_servers_starting_at_once_build_the_feed_index_once(
     assert sorted([first.applied, second.applied]) == [[], [4]]
     assert _index_valid(url, _WIDE) is True
     assert _feed_indexes(url) == {_WIDE: ["key", "seq", "entity_id"]}
+
+
+@pytest.mark.postgres
+def test_a_server_starting_beside_a_writer_does_not_wait_for_it(
+    postgres: PostgresCluster,
+) -> None:
+    """A second process starts while the first holds a write open: `CREATE INDEX IF NOT
+    EXISTS` would lock each table against writes before finding its index, waiting for the
+    writer (and, with more than one table, deadlocking with it)."""
+    url = postgres.create_server_database("fieldsync_start_beside_writer")
+    with _writer_in_progress(url):
+        opened: list[Exception] = []
+
+        def open_and_close() -> None:
+            try:
+                open_store(url).close()
+            except Exception as error:  # handed to the test
+                opened.append(error)
+
+        starter = threading.Thread(target=open_and_close, daemon=True)
+        starter.start()
+        starter.join(timeout=20)
+        assert not starter.is_alive(), "the start waited for the open write"
+        assert opened == []
