@@ -450,7 +450,10 @@ def render_server(runs: dict[str, Run]) -> str:
 def render_upload(runs: dict[str, Run]) -> str:
     run = runs["upload_bench"]
     speed, cuts, memory = run["throughput"], run["cuts"], run["memory"]
-    edit = run["edit_behind_upload"]
+    edit, shaped = run["edit_behind_upload"], run["shaped"]
+    link = f"{shaped['rate_mbit_per_s']:g} Mbit/s, {shaped['rtt_ms']:g} ms round trips"
+    on_link, edit_on_link = shaped["throughput"], shaped["edit_behind_upload"]
+    limits = run["chunk_limits"]
     rows = [
         (
             f"{speed['size_mib']:g} MiB through the device's uploader "
@@ -468,6 +471,33 @@ def render_upload(runs: dict[str, Run]) -> str:
             f"{percent(speed['put_s_median'], speed['chunks_s_median'])} of the PUT",
         ),
         (
+            "the same upload by largest chunk (MiB: chunks sent)",
+            ", ".join(f"{row['chunk_max_mib']}: {row['ratio']:.0%}" for row in limits).replace(
+                "%", " %"
+            ),
+            "of the PUT's median; chunks "
+            + ", ".join(f"{row['chunk_max_mib']}: {row['chunks']}" for row in limits),
+            "",
+        ),
+        (
+            f"{on_link['size_mib']:g} MiB through a shaped link ({link}), "
+            f"median of {len(on_link['samples']['device_s'])}",
+            f"{on_link['device_mib_per_s']} MiB/s ({on_link['device_s_median']} s, "
+            f"{on_link['chunks']} chunks)",
+            f"one plain PUT through the same link: {on_link['put_mib_per_s']} MiB/s "
+            f"({on_link['put_s_median']} s)",
+            f"≥ 95 %: {percent(on_link['device_mib_per_s'], on_link['put_mib_per_s'])}, "
+            f"{met(on_link['met'])}",
+        ),
+        (
+            f"an edit queued behind a {edit_on_link['size_mib']:g} MiB upload on the shaped link "
+            f"({edit_on_link['edits_behind']} edits, {edit_on_link['edits_mid_chunk']} "
+            "mid-chunk): queued to answered, median / max",
+            f"{edit_on_link['edit_behind_s_median']} / {edit_on_link['edit_behind_s_max']} s",
+            f"the edit alone on the link: {edit_on_link['edit_alone_s_median']} s",
+            f"≤ 1 s: {met(edit_on_link['met'])}",
+        ),
+        (
             f"bytes re-sent after {cuts['cuts']} cuts mid-body ({cuts['size_mib']:g} MiB)",
             f"{cuts['bytes_resent']:,} ({cuts['bytes_resent_per_cut']:,} per cut)",
             f"largest chunk {cuts['largest_chunk_bytes']:,}",
@@ -476,7 +506,7 @@ def render_upload(runs: dict[str, Run]) -> str:
         (
             f"device memory growth while uploading {memory['size_mib']:g} MiB",
             f"{memory['device_growth_mib']} MiB",
-            "",
+            f"its largest chunk: {memory['largest_chunk_mib']:g} MiB",
             f"≤ 32 MiB: {met(memory['device_growth_mib'] <= 32)}",
         ),
         (
@@ -486,7 +516,8 @@ def render_upload(runs: dict[str, Run]) -> str:
             f"≤ 32 MiB: {met(memory['server_growth_mib'] <= 32)}",
         ),
         (
-            f"an edit queued behind the upload ({edit['edits_behind']} edits): delay, median / max",
+            f"an edit queued behind the upload on loopback ({edit['edits_behind']} edits, "
+            f"{edit['edits_mid_chunk']} mid-chunk): delay, median / max",
             f"{edit['delay_s_median']} / {edit['delay_s_max']} s",
             f"the edit alone: {edit['edit_alone_s_median']} s; one chunk "
             f"({edit['chunk_mib_median']:g} MiB): {edit['chunk_s_median']} s",
@@ -991,7 +1022,8 @@ def render_headline(runs: dict[str, Run]) -> str:
     edit = queue["enqueue"]
     ingest, drain = sync["server_batch_ingest_per_s"], sync["drain_kept_alive_edits_per_s.batch"]
     paint, badge = ui["first_paint"], ui["edit_to_synced"]
-    speed = upload["throughput"]
+    speed, on_link = upload["throughput"], upload["shaped"]
+    speed_on_link, edit_on_link = on_link["throughput"], on_link["edit_behind_upload"]
     large = str(max(scope["metadata.sizes"]))
     first_sync = {
         label: scope[f"backends.{backend}.{large}.first_sync.worker_s_median"]
@@ -1068,6 +1100,15 @@ def render_headline(runs: dict[str, Run]) -> str:
             f"{speed['device_mib_per_s']} MiB/s, "
             f"{percent(speed['device_mib_per_s'], speed['put_mib_per_s'])} of one plain PUT",
             f"≥ 80 %: {met(speed['met'])}",
+            _day(upload),
+        ),
+        (
+            f"the same on a {on_link['rate_mbit_per_s']:g} Mbit/s link with "
+            f"{on_link['rtt_ms']:g} ms round trips; an edit behind a "
+            f"{edit_on_link['size_mib']:g} MiB upload",
+            f"{percent(speed_on_link['device_mib_per_s'], speed_on_link['put_mib_per_s'])} of the "
+            f"PUT; the edit in {edit_on_link['edit_behind_s_max']} s at most",
+            f"≥ 95 %: {met(speed_on_link['met'])}; ≤ 1 s: {met(edit_on_link['met'])}",
             _day(upload),
         ),
         _storm_headline(runs["storm_bench"]),

@@ -1,5 +1,6 @@
 """Upload benchmark: the device's resumable (tus) upload beside one plain HTTP PUT of the same
-bytes to the same server process, bytes re-sent after cuts, memory, and an edit behind a file.
+bytes to the same server process, on loopback and on a shaped link; bytes re-sent after cuts,
+memory, and an edit behind a file.
 
     .venv/bin/python benchmarks/upload_bench.py --quick --json /tmp/upload.json
     .venv/bin/python benchmarks/upload_bench.py --json     # benchmarks/results/upload_bench.json
@@ -26,15 +27,27 @@ data dir; the file is random bytes (incompressible), in the page cache for both 
   process are sampled every 20 ms: peak minus the RSS just before the upload (target <= 32 MiB
   each); beside it, the server's growth while the sink takes one PUT of the same file.
 - edit behind an upload: while a SIZE file uploads, 5 edits of the work order are queued at
-  seeded moments, each timed from queued to acknowledged; beside them, the same edits with
-  nothing uploading (after the upload, same engine). The delay the upload causes (median and
-  max of behind minus the median alone) is compared with the median chunk's time (target:
-  within one chunk).
+  seeded moments (mid-chunk or not), each timed from queued to acknowledged; beside them, the
+  same edits with nothing uploading (after the upload, same engine). The delay the upload
+  causes (median and max of behind minus the median alone) is compared with the median
+  chunk's time (target: within one chunk; edits go on their own connection, so about none).
+- chunk sizes: the same upload with the largest chunk set to 8, 16, 32, 64 (the default) and
+  128 MiB, one run each, beside the PUT's median: what a durable answer per chunk costs (the
+  server fsyncs each chunk before it answers, and tus lets no chunk start before the last
+  one's answer, so only larger chunks amortise it).
+- shaped link: the device's upload and the PUT through `link_proxy.ShapedLink`, a proxy on
+  loopback at 20 Mbit/s with 50 ms round trips (SHAPED_SIZE, 50 MiB: 21 s each, interleaved;
+  target >= 95 % of the PUT), then 5 edits queued at seeded moments while a SHAPED_EDIT_SIZE
+  (100 MiB, 42 s) file uploads through it, each timed from queued to the server's answer
+  recorded on the device (target: within 1 s; beside them, the same edits alone on the link).
+
+The full run takes about 4 minutes on a quiet 2-core machine, 3 of them on the shaped link.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import random
@@ -52,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_device import DeviceChild  # noqa: E402
 from bench_server import ServerProcess, temp_dir  # noqa: E402
+from link_proxy import ShapedLink  # noqa: E402
 from results_file import SMOKE_HELP, RunWindow, add_json_option, publish, run_mode  # noqa: E402
 from rss import RssSampler  # noqa: E402
 
@@ -66,6 +80,7 @@ MEASURES = (
     "benchmarks/bench_device.py",
     "benchmarks/bench_server.py",
     "benchmarks/rss.py",
+    "benchmarks/link_proxy.py",
     "tests/chaos/proxy.py",
     "app/",
     "server/",
@@ -73,6 +88,10 @@ MEASURES = (
 MIB = 1024 * 1024
 HERE = Path(__file__).resolve().parent
 THROUGHPUT_TARGET = 0.80
+SHAPED_TARGET = 0.95
+SHAPED_RATE_BITS = 20e6
+SHAPED_RTT_S = 0.05
+EDIT_SHAPED_TARGET_S = 1.0
 RSS_TARGET_MIB = 32.0
 CUTS = 5
 EDITS = 5
@@ -84,11 +103,15 @@ class Plan:
     runs: int
     size: int  # bytes of the throughput, cut and edit files
     rss_size: int  # bytes of the memory run's file
+    chunk_limits_mib: tuple[int, ...]  # the chunk-size runs
+    shaped_runs: int
+    shaped_size: int  # bytes of the shaped link's throughput file
+    shaped_edit_size: int  # bytes of the file the edits queue behind on the shaped link
 
 
-QUICK = Plan(runs=3, size=16 * MIB, rss_size=32 * MIB)
-FULL = Plan(runs=5, size=100 * MIB, rss_size=200 * MIB)
-SMOKE = Plan(runs=1, size=4 * MIB, rss_size=8 * MIB)
+QUICK = Plan(3, 16 * MIB, 32 * MIB, (8, 64), 1, 8 * MIB, 16 * MIB)
+FULL = Plan(5, 100 * MIB, 200 * MIB, (8, 16, 32, 64, 128), 2, 50 * MIB, 100 * MIB)
+SMOKE = Plan(1, 4 * MIB, 8 * MIB, (1,), 1, 1 * MIB, 2 * MIB)
 
 
 class UploadServer(ServerProcess):
@@ -213,9 +236,12 @@ def median(values: list[float]) -> float:
 
 
 def measure_throughput(
-    root: Path, server: UploadServer, token: str, file: Path, sha256: str, runs: int
-) -> dict[str, Any]:
+    root: Path, server: UploadServer, token: str, file: Path, sha256: str, runs: int,
+    *, via: str | None = None, target: float = THROUGHPUT_TARGET,
+) -> dict[str, Any]:  # fmt: skip
+    """The device's upload beside the PUT, straight to the server or ``via`` a link."""
     size = file.stat().st_size
+    base_url = via or server.base_url
     device_s: list[float] = []
     chunks_s: list[float] = []
     put_s: list[float] = []
@@ -225,9 +251,9 @@ def measure_throughput(
         order = ("device", "put") if run % 2 == 0 else ("put", "device")
         for what in order:
             if what == "put":
-                put_s.append(put_file(server.base_url, file, f"run-{run}", sha256))
+                put_s.append(put_file(base_url, file, f"run-{run}", sha256))
             else:
-                _, done, _ = upload(root, server, token, file, sha256)
+                _, done, _ = upload(root, server, token, file, sha256, url=base_url)
                 device_s.append(done["upload_s"])
                 chunks_s.append(done["chunks_s"])
                 chunk_bytes += [chunk["bytes"] for chunk in done["chunks"]]
@@ -240,8 +266,9 @@ def measure_throughput(
         "device_mib_per_s": round(device_rate, 1),
         "put_mib_per_s": round(put_rate, 1),
         "ratio": round(device_rate / put_rate, 3),
-        "target": THROUGHPUT_TARGET,
-        "met": device_rate / put_rate >= THROUGHPUT_TARGET,
+        "target": target,
+        "met": device_rate / put_rate >= target,
+        "chunks": len(chunk_bytes) // runs,
         # The same uploads from their creation (POST answered) to the last chunk's answer:
         # what the engine's start and its first pull cost the figure above.
         "chunks_s_median": round(median(chunks_s), 3),
@@ -303,21 +330,53 @@ def measure_memory(
         "server_growth_during_put_mib": put_growth["server"],
         "target_mib": RSS_TARGET_MIB,
         "met": growth["device"] <= RSS_TARGET_MIB and growth["server"] <= RSS_TARGET_MIB,
+        # The device holds at most one chunk: it streams each from the file.
+        "largest_chunk_mib": round(max(chunk["bytes"] for chunk in done["chunks"]) / MIB, 1),
         "upload_s": done["upload_s"],
     }
 
 
+def measure_chunk_limits(
+    root: Path, server: UploadServer, token: str, file: Path, sha256: str,
+    limits_mib: tuple[int, ...], put_s: float,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One upload per largest chunk, beside the throughput runs' PUT median."""
+    size = file.stat().st_size
+    rows = []
+    for limit in limits_mib:
+        _, done, _ = upload(root, server, token, file, sha256, "--chunk-max", str(limit * MIB))
+        rows.append(
+            {
+                "chunk_max_mib": limit,
+                "chunks": len(done["chunks"]),
+                "device_s": done["upload_s"],
+                "device_mib_per_s": round(size / MIB / done["upload_s"], 1),
+                "ratio": round(put_s / done["upload_s"], 3),
+            }
+        )
+    return rows
+
+
 def measure_edit_behind(
-    root: Path, server: UploadServer, token: str, file: Path, sha256: str, seed: int
-) -> dict[str, Any]:
+    root: Path, server: UploadServer, token: str, file: Path, sha256: str, seed: int,
+    window_s: float, *, via: str | None = None, limit_s: float | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Edits queued at seeded moments within ``window_s`` of the upload's creation; with
+    ``limit_s``, the target is each delivered within it, else within one chunk's time."""
     _, done, _ = upload(root, server, token, file, sha256, "--edits", str(EDITS),
-                        "--seed", str(seed))  # fmt: skip
+                        "--edit-window", str(window_s), "--seed", str(seed),
+                        url=via)  # fmt: skip
     behind = [edit["s"] for edit in done["edits_behind"]]
+    if not behind:
+        raise RuntimeError("the upload ended before any edit was queued behind it")
     alone = median(done["edits_alone_s"])
     chunk_s = median([chunk["s"] for chunk in done["chunks"]])
     delays = [s - alone for s in behind]
+    met = max(behind) <= limit_s if limit_s is not None else max(delays) <= chunk_s
     return {
+        "size_mib": round(file.stat().st_size / MIB, 1),
         "edits_behind": len(behind),
+        "edits_mid_chunk": sum(edit["mid_chunk"] for edit in done["edits_behind"]),
         "edit_behind_s_median": round(median(behind), 4),
         "edit_behind_s_max": round(max(behind), 4),
         "edit_alone_s_median": round(alone, 4),
@@ -326,34 +385,72 @@ def measure_edit_behind(
         "chunk_s_median": round(chunk_s, 4),
         "chunk_mib_median": round(median([c["bytes"] for c in done["chunks"]]) / MIB, 2),
         "delay_max_in_chunks": round(max(delays) / chunk_s, 2),
-        "met": max(delays) <= chunk_s,
+        "target_s": limit_s,
+        "met": met,
+        "upload_s": done["upload_s"],
         "upload_done_before_an_edit": any(
             edit["upload_done_first"] for edit in done["edits_behind"]
         ),
     }
 
 
+def measure_shaped(
+    root: Path, server: UploadServer, token: str, files: dict[str, tuple[Path, str]],
+    plan: Plan, seed: int, say: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """Throughput and an edit behind an upload, through the shaped link."""
+    link = ShapedLink(("127.0.0.1", server.port), rate_bits=SHAPED_RATE_BITS, rtt_s=SHAPED_RTT_S)
+    with link:
+        file, sha256 = files["shaped"]
+        runs, size_mib = plan.shaped_runs, plan.shaped_size // MIB
+        say(f"shaped link: {runs} runs of {size_mib} MiB, device and PUT")
+        throughput = measure_throughput(root, server, token, file, sha256, runs,
+                                        via=link.base_url, target=SHAPED_TARGET)  # fmt: skip
+        file, sha256 = files["shaped_edit"]
+        wire_s = file.stat().st_size * 8 / SHAPED_RATE_BITS
+        say(f"shaped link: {EDITS} edits during a {plan.shaped_edit_size // MIB} MiB upload")
+        edit = measure_edit_behind(root, server, token, file, sha256, seed, wire_s,
+                                   via=link.base_url, limit_s=EDIT_SHAPED_TARGET_S)  # fmt: skip
+    return {
+        "rate_mbit_per_s": SHAPED_RATE_BITS / 1e6,
+        "rtt_ms": SHAPED_RTT_S * 1000,
+        "link_mib_per_s": round(SHAPED_RATE_BITS / 8 / MIB, 3),
+        "throughput": throughput,
+        "edit_behind_upload": edit,
+    }
+
+
 def run(plan: Plan, seed: int, say: Any) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with temp_dir() as root:
-        file = root / "payload.bin"
-        sha256 = make_payload(file, plan.size, seed)
-        big = root / "payload-big.bin"
-        big_sha256 = make_payload(big, plan.rss_size, seed + 1)
+        files: dict[str, tuple[Path, str]] = {}
+        sizes = {"main": plan.size, "big": plan.rss_size, "shaped": plan.shaped_size,
+                 "shaped_edit": plan.shaped_edit_size}  # fmt: skip
+        for index, (name, size) in enumerate(sizes.items()):
+            path = root / f"payload-{name}.bin"
+            files[name] = (path, make_payload(path, size, seed + index))
+        file, sha256 = files["main"]
         (root / "server").mkdir()
         server = UploadServer(root / "server", max_upload=plan.rss_size + MIB)
         with server:
             token = server.add_device("bench-phone")
             say(f"throughput: {plan.runs} runs of {plan.size // MIB} MiB, device and PUT")
-            results["throughput"] = measure_throughput(root, server, token, file, sha256, plan.runs)
+            throughput = measure_throughput(root, server, token, file, sha256, plan.runs)
+            results["throughput"] = throughput
+            say(f"chunk sizes: one upload of {plan.size // MIB} MiB at each largest chunk")
+            results["chunk_limits"] = measure_chunk_limits(
+                root, server, token, file, sha256, plan.chunk_limits_mib,
+                throughput["put_s_median"],
+            )  # fmt: skip
             say(f"cuts: {CUTS} cuts while uploading {plan.size // MIB} MiB through the proxy")
             results["cuts"] = measure_cuts(root, server, token, file, sha256, seed)
             say(f"memory: {plan.rss_size // MIB} MiB, device and server RSS sampled")
-            results["memory"] = measure_memory(root, server, token, big, big_sha256)
+            results["memory"] = measure_memory(root, server, token, *files["big"])
             say(f"edit behind an upload: {EDITS} edits during a {plan.size // MIB} MiB upload")
             results["edit_behind_upload"] = measure_edit_behind(
-                root, server, token, file, sha256, seed
+                root, server, token, file, sha256, seed, throughput["chunks_s_median"]
             )
+            results["shaped"] = measure_shaped(root, server, token, files, plan, seed, say)
     return results
 
 
@@ -380,6 +477,24 @@ def print_table(results: dict[str, Any]) -> None:
         ("delay the upload added, max", f"{e['delay_s_max']} s",
          f"one chunk {e['chunk_s_median']} s: {'met' if e['met'] else 'MISSED'}"),
     ]  # fmt: skip
+    rows += [
+        (f"  largest chunk {row['chunk_max_mib']} MiB ({row['chunks']} chunks)",
+         f"{row['device_mib_per_s']} MiB/s", f"{row['ratio']:.0%} of the PUT")
+        for row in results["chunk_limits"]
+    ]  # fmt: skip
+    shaped = results["shaped"]
+    st, se = shaped["throughput"], shaped["edit_behind_upload"]
+    link = f"{shaped['rate_mbit_per_s']:g} Mbit/s, {shaped['rtt_ms']:g} ms"
+    rows += [
+        (f"shaped link ({link}): device, {st['size_mib']} MiB", f"{st['device_mib_per_s']} MiB/s",
+         f"{st['device_s_median']} s"),
+        ("  plain PUT through the same link", f"{st['put_mib_per_s']} MiB/s",
+         f"{st['put_s_median']} s"),
+        ("  device / PUT", f"{st['ratio']:.0%}", f">= 95 %: {'met' if st['met'] else 'MISSED'}"),
+        (f"  edit behind a {se['size_mib']} MiB upload, median / max",
+         f"{se['edit_behind_s_median']} / {se['edit_behind_s_max']} s",
+         f"alone {se['edit_alone_s_median']} s; <= 1 s: {'met' if se['met'] else 'MISSED'}"),
+    ]  # fmt: skip
     for label, figure, note in rows:
         print(f"{label:44}{figure:>22}  {note}")
 
@@ -395,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     mode = run_mode(args)
     plan = {"smoke": SMOKE, "quick": QUICK, "full": FULL}[mode]
     if args.runs:
-        plan = Plan(args.runs, plan.size, plan.rss_size)
+        plan = dataclasses.replace(plan, runs=args.runs)
     window = RunWindow()
     results = run(plan, args.seed, lambda line: print(line, file=sys.stderr, flush=True))
     results["metadata"] = {
@@ -405,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         "statistic": "median",
         "seed": args.seed,
         "server": "benchmarks/upload_server.py (the app + a bare PUT sink), SQLite, loopback",
+        "shaped_link": "benchmarks/link_proxy.py: 20 Mbit/s each way, 50 ms round trips",
         **window.metadata(),
     }
     publish("upload_bench", results, print_table, args.json)

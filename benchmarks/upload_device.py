@@ -2,18 +2,20 @@
 process (so its memory can be read from outside and it never shares a GIL with the server).
 
     FIELDSYNC_TOKEN=… python benchmarks/upload_device.py --data-dir D --server URL --file F \
-        [--edits N] [--fast-retries]
+        [--edits N --edit-window S] [--chunk-max BYTES] [--fast-retries]
 
 Steps, each announced as one JSON line on stdout:
 1. `{"event": "ready", ...}` once the store is open, the work order exists on the server (its
    create delivered first, as an attachment waits for it) and the file is attached (copied
    into the data dir and queued), timing the attach; then it waits for a line on stdin, so the
    parent can take its memory baseline while nothing moves.
-2. The real `SyncEngine` uploads (the device's uploader, one chunk at a time). Every progress
-   event is timed; with `--edits N`, N edits of the work order are made at seeded moments
-   during the upload and each is timed from the moment it is queued to the moment the server
-   acknowledged it (its job `done`); the same edits are also timed with no upload running,
-   once it has finished, as the baseline.
+2. The real `SyncEngine` uploads (the device's uploader, one chunk at a time, beside the
+   engine's loop). Every progress event is timed; with `--edits N`, N edits of the work order
+   are made at seeded moments within the first S seconds (`--edit-window`) after the upload's
+   creation, whether or not a chunk ends then, and each is timed from the moment it is queued
+   to the moment the server's answer is recorded (its job `done`), noting whether a chunk was
+   on the wire when it was queued; the same edits are also timed with no upload running, once
+   it has finished, as the baseline. `--chunk-max` sets the largest chunk.
 3. `{"event": "done", "upload_s", "chunks_s", "chunks", "edits", ...}` and exit 0, where
    `chunks_s` runs from the upload's creation (its POST answered) to `uploaded`: the chunks
    alone, without the engine's start and its first pull. A failure prints
@@ -148,7 +150,9 @@ async def main_async(args: argparse.Namespace) -> int:
         attach_s = time.perf_counter() - attach_started
         timeline = Timeline(view.id)
         events.subscribe(timeline.on_event)
-        engine = SyncEngine(store, engine_config(args.server), events, token=lambda: token)
+        chunks = {"upload_chunk_max_bytes": args.chunk_max} if args.chunk_max else {}
+        config = engine_config(args.server, **chunks)
+        engine = SyncEngine(store, config, events, token=lambda: token)
         say("ready", attachment_id=view.id, entity_id=entity_id, size=view.size,
             sha256=view.sha256, attach_s=round(attach_s, 4))  # fmt: skip
         await asyncio.to_thread(sys.stdin.readline)
@@ -161,22 +165,24 @@ async def main_async(args: argparse.Namespace) -> int:
             if args.edits:
                 # The upload starts with the engine, so the baseline (the same edits with
                 # nothing uploading) is measured after it, on the same connection pool.
-                moments = sorted(rng.uniform(0.1, 0.9) for _ in range(args.edits))
-                for fraction in moments:
-                    wanted = int(fraction * view.size)
-                    await timeline.wait(
-                        lambda w=wanted: bool(timeline.progress) and timeline.progress[-1][1] >= w,
-                        600.0,
-                    )
+                await timeline.wait(lambda: timeline.created_at is not None, 600.0)
+                assert timeline.created_at is not None
+                moments = sorted(
+                    rng.uniform(0.1, 0.9) * args.edit_window for _ in range(args.edits)
+                )
+                for moment in moments:
+                    await asyncio.sleep(max(timeline.created_at + moment - time.perf_counter(), 0))
                     if timeline.uploaded_at is not None:
                         break
+                    mid_chunk = engine.uploads.running
                     queued = time.perf_counter()
-                    job_id = await make_edit(engine, store, entity_id, f"behind {fraction:.3f}")
+                    job_id = await make_edit(engine, store, entity_id, f"behind {moment:.3f}")
                     await timeline.wait(lambda j=job_id: j in timeline.done_at, 600.0)
                     edits_behind.append(
                         {
-                            "at_fraction": round(fraction, 3),
+                            "at_s": round(moment, 3),
                             "s": round(timeline.done_at[job_id] - queued, 5),
+                            "mid_chunk": mid_chunk,
                             "upload_done_first": timeline.uploaded_at is not None
                             and timeline.uploaded_at < timeline.done_at[job_id],
                         }
@@ -209,6 +215,8 @@ def main() -> int:
     parser.add_argument("--server", required=True)
     parser.add_argument("--file", required=True)
     parser.add_argument("--edits", type=int, default=0)
+    parser.add_argument("--edit-window", type=float, default=1.0, metavar="S")
+    parser.add_argument("--chunk-max", type=int, default=0, metavar="BYTES")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fast-retries", action="store_true")
     args = parser.parse_args()

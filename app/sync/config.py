@@ -34,8 +34,15 @@ class SyncConfig:
     lock_retry_s: float = 30.0
     sync_on_metered: bool = True
     clock_skew_warn_s: float = 300.0
-    #: An upload's first chunk, and the most a chunk grows to on a fast link (`app.sync.tus`).
+    #: An upload's first chunk, and the most a chunk grows to on a fast link while no edit
+    #: waits (`app.sync.chunks`): edits go on their own connection, so a chunk only needs to
+    #: be long enough to amortise the durable answer the server gives each one.
     upload_chunk_bytes: int = 1 << 20
-    upload_chunk_max_bytes: int = 8 << 20
+    upload_chunk_max_bytes: int = 64 << 20
+    #: The most while edits flow (one is queued or was sent in the last ``upload_quiet_s``).
+    upload_chunk_busy_bytes: int = 8 << 20
+    upload_quiet_s: float = 5.0
+    #: Link time a chunk aims at: on a slow link, what a cut costs (a chunk is re-sent whole).
+    upload_chunk_target_s: float = 8.0
     transport: TransportConfig = field(default_factory=TransportConfig)
     connectivity: ConnectivityConfig = field(default_factory=ConnectivityConfig)

@@ -5,10 +5,10 @@ operation's `OpChanges` on the bus, or `wake`), connectivity regained (`set_os_h
 now" (`sync_now`), or the earliest `next_attempt_at`; it never polls busily, so it costs no
 CPU while idle or offline. Each turn does the next thing due: flush the queue
 (`app.sync.pipeline`), send escalations (`app.sync.outbox`) and pull (`app.sync.reconcile`),
-or read records opened in the UI. After a run of network failures it stops sending and
-probes ``/healthz`` with jittered backoff. What it does is published through
-`app.sync.status`. Time comes from an injected clock and sleep (`app.sync.clock`); blocking
-store calls run on the single-writer executor.
+or read records opened in the UI, or start an upload's chunk beside it (`app.sync.upload_lane`).
+After a run of network failures it stops sending and probes ``/healthz`` with jittered backoff.
+What it does is published through `app.sync.status`. Time comes from an injected clock and
+sleep (`app.sync.clock`); blocking store calls run on the single-writer executor.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from app.sync.reconcile import Reconciler
 from app.sync.status import SyncStatus
 from app.sync.sync_now import SyncProblem, SyncReport, SyncRequests, sync_pass
 from app.sync.transport import ServerClient
-from app.sync.uploader import Uploader
+from app.sync.upload_lane import UploadLane
 
 __all__ = ["SyncConfig", "SyncEngine", "SyncProblem", "SyncReport"]
 
@@ -101,7 +101,8 @@ class SyncEngine:
             context, self.client, self.status, sleep=self.sleep, worker_id=self.worker_id
         )
         self.conflicts = Conflicts(store)
-        self.uploader = Uploader(context, self.client, self.status, worker_id=self.worker_id)
+        self.uploads = UploadLane(context, self.client, self.status, self.worker_id, self.wake)
+        self.uploader = self.uploads.uploader
         self.outbox = EscalationOutbox(self.conflicts, self.client, self.executor)
         self.reconciler = Reconciler(
             store, self.client, self.executor, page_size=config.pull_page_size
@@ -235,14 +236,13 @@ class SyncEngine:
             self.delivering = True
             await self.executor.run(self._startup_sweep)
             self.status.publish_last_sync()
-            async with asyncio.TaskGroup() as group:
+            async with self.uploads.settling(), asyncio.TaskGroup() as group:
                 group.create_task(self._loop())
         finally:
             unsubscribe()
             self.delivering = False
             self._requests.finish_all(SyncProblem.STOPPED, "sync stopped")
-            await self.pipeline.release_in_flight()
-            await self.uploader.release_in_flight()
+            await self.pipeline.release_in_flight()  # the upload's: `UploadLane.settling`
             self.lock.release()
             await self.client.aclose()
 
@@ -356,7 +356,8 @@ class SyncEngine:
                 self.status.metrics_dirty = False
             if self.status.queue_dirty:
                 await self.status.publish_queue(force=True)
-            self._go_idle()
+            if not self.uploads.running:  # a chunk on the wire wakes the loop when it ends
+                self._go_idle()
             await self._sleep(await self._until_next_due())
 
     async def _store_unavailable(self, exc: StorageConditionError) -> None:
@@ -378,9 +379,11 @@ class SyncEngine:
         return None
 
     async def _step(self) -> bool:
-        """Do the next thing due (False: nothing is)."""
+        """Do the next thing due (False: nothing is, or only the upload step on the wire)."""
+        self.uploads.collect()
         flush = await self.pipeline.flush()
         if flush.handled:
+            self.uploads.edits_sent()
             if flush.unreachable:
                 # Do not burn an attempt of every queued job within milliseconds while the
                 # link is down: pause as the probe would.
@@ -397,9 +400,8 @@ class SyncEngine:
         if self.puller.opened_ids:
             await self.puller.read_opened()
             return True
-        # One chunk of an upload, only when no edit was ready: the loop comes back to the
-        # flush after each, so an edit waits for one chunk at most.
-        return await self.uploader.step()
+        await self.uploads.start()  # only when no edit was ready; its end wakes the loop
+        return False
 
     async def _until_next_due(self) -> float:
         next_at = await self.executor.run(self.store.queue.next_attempt_at)

@@ -1,8 +1,10 @@
-"""HTTP to the sync server: one httpx.AsyncClient with keep-alive and explicit timeouts.
+"""HTTP to the sync server: an httpx.AsyncClient with keep-alive and explicit timeouts.
 
 Returns `Reply` objects for every HTTP answer (the caller classifies them) and raises only
 `TransientError` subclasses, translated from httpx here and nowhere else. The token is read
-from a provider on every request and never appears in errors or logs.
+from a provider on every request and never appears in errors or logs. Uploads go through a
+sibling (`ServerClient.bulk`) with a connection pool of its own, so an edit or a pull never
+waits for a connection a chunk is being sent on.
 """
 
 from __future__ import annotations
@@ -137,6 +139,8 @@ class ServerClient:
         self.install: str | None = None
         self.config = config or TransportConfig()
         self._on_clock_skew = on_clock_skew
+        self._transport = transport
+        self._bulk: ServerClient | None = None
         cfg = self.config
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
@@ -154,7 +158,22 @@ class ServerClient:
             follow_redirects=False,
         )
 
+    def bulk(self) -> ServerClient:
+        """The client for large bodies (uploads): the same server, token and timeouts, its
+        own connections. Made once; closed with this one."""
+        if self._bulk is None:
+            self._bulk = ServerClient(
+                self.base_url,
+                self._token,
+                self.config,
+                transport=self._transport,
+                on_clock_skew=self._on_clock_skew,
+            )
+        return self._bulk
+
     async def aclose(self) -> None:
+        if self._bulk is not None:
+            await self._bulk.aclose()
         await self._client.aclose()
 
     async def _request(

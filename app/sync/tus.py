@@ -1,29 +1,24 @@
-"""The tus 1.0.0 client side of an upload: requests, what each reply means, chunk sizes.
+"""The tus 1.0.0 client side of an upload: the requests, and what each reply means.
 
-Pure parts (no I/O) are tested directly: `classify` maps a tus reply to what the uploader
-does next (the tus rows here, every shared family from `app.sync.errors.classify_status`);
-`ChunkSizer` picks the next chunk's size from the last one's speed (start 1 MiB,
-at most 8 MiB, aiming at ``target_s`` a chunk so that an edit queued behind an upload waits
-at most about that long). The requests stream the file (``content`` is an async iterator of
-1 MiB pieces), so memory stays flat whatever the file's size. `ChecksumAhead` reads and hashes
-the next chunk (for its ``Upload-Checksum``) in a thread while the current one is on the wire.
+`classify` (pure, tested directly) maps a tus reply to what the uploader does next (the tus
+rows here, every shared family from `app.sync.errors.classify_status`). The requests stream
+the file (``content`` is an async iterator of 1 MiB pieces), so memory stays flat whatever
+the file's or the chunk's size; chunk sizes and checksums are `app.sync.chunks`'.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import enum
-import hashlib
-from collections.abc import AsyncIterator, Awaitable, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 
 from app.disk import file_sha256
 from app.states import Reason, ReplyKind
+from app.sync.chunks import ChecksumAhead, ChunkSizer, chunk_checksum, read_range
 from app.sync.errors import Verdict, classify_status, parse_retry_after
 from app.sync.transport import ServerClient
 
@@ -35,6 +30,7 @@ __all__ = [
     "Next",
     "Step",
     "TusReply",
+    "chunk_checksum",
     "classify",
     "create_upload",
     "delete_upload",
@@ -44,11 +40,6 @@ __all__ = [
 ]
 
 TUS_VERSION = "1.0.0"
-MIB = 1 << 20
-#: A PATCH body is sent in pieces of this size: each costs a turn through httpcore, h11 and
-#: the transport, so 64 KiB pieces spent as much time there as on the bytes.
-_PIECE = MIB
-T = TypeVar("T")
 #: tus's checksum extension: the chunk's checksum did not match (or, on the last byte, the
 #: whole file's sha256: then the server restarts the upload at 0).
 CHECKSUM_MISMATCH = 460
@@ -165,38 +156,6 @@ def classify(status: int, step: str, error: str | None = None) -> Step:
     return Step(_NEXT_OF_KIND[verdict.kind], verdict)
 
 
-class ChunkSizer:
-    """The next chunk's size from the last one's speed, within [``low``, ``high``]: what the
-    link sends in ``target_s``. It grows at once to what the link shows (a fast link is at
-    8 MiB after one chunk), shrinks by at most half a step (one slow chunk is not a slow
-    link), and halves after a failure."""
-
-    def __init__(
-        self,
-        start: int = MIB,
-        high: int = 8 * MIB,
-        *,
-        low: int = 256 * 1024,
-        target_s: float = 2.0,
-    ) -> None:
-        self.high = max(high, 1)
-        self.low = min(low, self.high)
-        self.size = min(max(start, self.low), self.high)
-        self.target_s = target_s
-
-    def sent(self, size: int, seconds: float) -> int:
-        if size >= self.size and seconds > 0:
-            wanted = int(size / seconds * self.target_s)
-            self.size = max(min(wanted, self.high), self.size // 2, self.low)
-        elif size >= self.size:
-            self.size = min(self.size * 2, self.high)
-        return self.size
-
-    def failed(self) -> int:
-        self.size = max(self.size // 2, self.low)
-        return self.size
-
-
 def _reply(response: httpx.Response) -> TusReply:
     offset = response.headers.get("upload-offset")
     error = None
@@ -256,61 +215,8 @@ async def delete_upload(client: ServerClient, url: str) -> TusReply:
     return _reply(await client.send("DELETE", url, headers={"Tus-Resumable": TUS_VERSION}))
 
 
-def _read_range(path: Path, offset: int, length: int) -> Iterator[bytes]:
-    """The file's bytes [offset, offset + length) in 64 KiB pieces."""
-    with path.open("rb") as source:
-        source.seek(offset)
-        left = length
-        while left:
-            piece = source.read(min(_PIECE, left))
-            if not piece:
-                raise OSError(f"{path} is shorter than expected")
-            left -= len(piece)
-            yield piece
-
-
-def chunk_checksum(path: Path, offset: int, length: int) -> str:
-    """``sha256 <base64>`` of the file's bytes [offset, offset + length)."""
-    digest = hashlib.sha256()
-    for piece in _read_range(path, offset, length):
-        digest.update(piece)
-    return "sha256 " + base64.b64encode(digest.digest()).decode()
-
-
-class ChecksumAhead:
-    """``Upload-Checksum`` of a chunk, read and hashed in a thread; while a chunk is on the
-    wire (`sending`), the next one's is made, so the next step need not wait for it. Holds
-    one digest (not the bytes): memory stays flat."""
-
-    def __init__(self) -> None:
-        self._ready: tuple[Path, int, int, str] | None = None
-
-    async def checksum(self, path: Path, offset: int, length: int) -> str:
-        ready, self._ready = self._ready, None
-        if ready is not None and ready[:3] == (path, offset, length):
-            return ready[3]
-        return await asyncio.to_thread(chunk_checksum, path, offset, length)
-
-    async def sending(self, request: Awaitable[T], path: Path, offset: int, length: int) -> T:
-        """Await ``request`` while the checksum of [offset, offset + length) is made (none
-        if ``length`` is 0). A failed request drops it: the next chunk may be another."""
-        if length <= 0:
-            return await request
-        ahead = asyncio.ensure_future(asyncio.to_thread(chunk_checksum, path, offset, length))
-        try:
-            result = await request
-        except BaseException:
-            ahead.cancel()  # the thread ends on its own (a read and a hash); nobody waits
-            raise
-        try:
-            self._ready = (path, offset, length, await ahead)
-        except OSError:
-            self._ready = None  # unreadable now: the next step reads it again and says so
-        return result
-
-
 async def _pieces(path: Path, offset: int, length: int) -> AsyncIterator[bytes]:
-    for piece in _read_range(path, offset, length):
+    for piece in read_range(path, offset, length):
         yield piece
 
 

@@ -1,15 +1,18 @@
 """The uploader: attachments to the server by tus, one step per claim of the queue.
 
 An upload is a job of topic ``attachments`` in the same queue as edits (`JobQueue` writes
-it). The engine gives the uploader one step only when no edit is ready (`SyncEngine._step`),
-and a step sends at most one chunk, so an edit saved during a 100 MB upload waits for at most
-the chunk on the wire. A step is: create the upload (``POST``, keyed by the attachment id),
+it). A step sends at most one chunk: create the upload (``POST``, keyed by the attachment id),
 or, when this process has not checked it yet, ask the server's offset (``HEAD``), then send
 one chunk from there (``PATCH`` with its sha256). The URL and offset are stored with the job's
 return to the queue, so a cut link, a restart or a SIGKILL resumes from what the server holds,
 re-sending at most one chunk. A removal is a job of the same attachment, after its upload.
 
-Build one inside the engine (`SyncEngine.uploader`), or standalone for a benchmark::
+Inside the engine (`SyncEngine.uploader`) the uploader has a connection pool of its own
+(`ServerClient.bulk`): the engine claims a step (`claim`) and runs it (`advance`) beside its
+loop, so edits and pulls go on their own connection while a chunk is on the wire, and the
+next chunk starts only once the loop has sent what was queued meanwhile. Chunks grow while no
+edit waits and keep small while edits flow (``edits_waiting``, `app.sync.chunks`).
+Standalone, for a benchmark::
 
     uploader = Uploader.standalone(store, SyncConfig(url), token=lambda: token)
     while await uploader.step(): ...
@@ -38,6 +41,7 @@ from app.metrics import EngineMetrics
 from app.states import AttachmentState, JobStatus, Reason, ReplyKind
 from app.store.jobs import TOPIC_ATTACHMENTS, ClaimedJob, Outcome
 from app.store.store import Store
+from app.sync.chunks import ChecksumAhead, ChunkSizer
 from app.sync.config import SyncConfig
 from app.sync.connectivity import ConnectivityDetector
 from app.sync.context import EngineContext, EnginePart
@@ -46,8 +50,6 @@ from app.sync.status import SyncStatus
 from app.sync.transport import ServerClient
 from app.sync.tus import (
     CHECKSUM_MISMATCH,
-    ChecksumAhead,
-    ChunkSizer,
     Next,
     Step,
     TusReply,
@@ -66,6 +68,9 @@ log = logging.getLogger(__name__)
 #: 409s in a row on one upload before it backs off instead of asking HEAD again at once.
 _MAX_REHEADS = 3
 
+#: A claimed step: the job and its upload's row (None: the attachment is gone).
+Claimed = tuple[ClaimedJob, UploadRow | None]
+
 
 class Uploader(EnginePart):
     def __init__(
@@ -76,9 +81,14 @@ class Uploader(EnginePart):
         *,
         worker_id: str,
         attachment_config: AttachmentConfig | None = None,
+        reads: ServerClient | None = None,
+        edits_waiting: Callable[[], bool] = lambda: False,
     ) -> None:
         super().__init__(context)
+        #: tus requests; thumbnails go on ``reads`` (the engine's pool for edits and pulls).
         self.client = client
+        self.reads = reads or client
+        self.edits_waiting = edits_waiting
         self.status = status
         self.worker_id = worker_id
         self.files = AttachmentFiles(self.store.data_dir)
@@ -86,7 +96,12 @@ class Uploader(EnginePart):
         self.retention = Retention(self.store, self.files, attachment_config or AttachmentConfig())
         self.thumbnails = Thumbnails(self.store, self.files, self.retention)
         config = self.config()
-        self.chunks = ChunkSizer(config.upload_chunk_bytes, config.upload_chunk_max_bytes)
+        self.chunks = ChunkSizer(
+            config.upload_chunk_bytes,
+            config.upload_chunk_max_bytes,
+            target_s=config.upload_chunk_target_s,
+            busy_high=config.upload_chunk_busy_bytes,
+        )
         self.checksums = ChecksumAhead()
         #: Uploads whose offset this process has from the server itself (HEAD or a reply).
         self._known: set[str] = set()
@@ -128,11 +143,22 @@ class Uploader(EnginePart):
 
     async def step(self) -> bool:
         """Claim one upload or removal and do one step of it (False: none was ready)."""
-        claimed = await self.executor.run(self._claim)
+        claimed = await self.claim()
         if claimed is None:
             return False
+        await self.advance(claimed)
+        return True
+
+    async def claim(self) -> Claimed | None:
+        """Lease the next ready upload or removal (None: none is ready)."""
+        claimed = await self.executor.run(self._claim)
+        if claimed is not None:
+            self.in_flight = claimed[0]
+        return claimed
+
+    async def advance(self, claimed: Claimed) -> None:
+        """One step of a claimed upload or removal; its outcome is in the queue after."""
         job, row = claimed
-        self.in_flight = job
         # Cancelled (a stop past its grace), the lease stays in ``in_flight``: the engine's
         # `release_in_flight` gives it back.
         try:
@@ -151,7 +177,6 @@ class Uploader(EnginePart):
         # The job moved (uploaded, failed, retrying): the status bar's counts are told when
         # the engine next goes idle, as after a flush.
         self.status.queue_dirty = True
-        return True
 
     async def thumbnail(self, attachment_id: str) -> Path | None:
         """A small JPEG of an attachment for the screen: cached, else fetched from the server
@@ -161,7 +186,7 @@ class Uploader(EnginePart):
         if cached is not None:
             return cached
         try:
-            reply = await self.client.send("GET", f"/v1/attachments/{attachment_id}/thumbnail")
+            reply = await self.reads.send("GET", f"/v1/attachments/{attachment_id}/thumbnail")
         except TransientError as exc:
             log.info("no thumbnail of %s now: %s", attachment_id, exc)
             return None
@@ -178,7 +203,7 @@ class Uploader(EnginePart):
             job, self.in_flight = self.in_flight, None
             await self.executor.run(self.store.queue.release, [job])
 
-    def _claim(self) -> tuple[ClaimedJob, UploadRow | None] | None:
+    def _claim(self) -> Claimed | None:
         """Blocking: the next ready upload or removal and its row, in one store call."""
         jobs = self.store.queue.claim(self.worker_id, 1, TOPIC_ATTACHMENTS)
         if not jobs:
@@ -247,10 +272,12 @@ class Uploader(EnginePart):
 
     async def _patch(self, job: ClaimedJob, row: UploadRow, url: str, offset: int) -> None:
         assert row.path is not None
-        length = min(self.chunks.size, row.size - offset)
+        busy = self.edits_waiting()
+        length = min(self.chunks.next(busy), row.size - offset)
         checksum = await self.checksums.checksum(row.path, offset, length)
         started = self.clock.monotonic()
-        after = offset + length  # its checksum is made while this chunk is on the wire
+        after = offset + length  # hashed on while this chunk is on the wire, as far as a
+        # chunk of this size reaches (a larger next one goes on from there)
         reply = await self.checksums.sending(
             patch_chunk(self.client, url, row.path, offset, length, checksum),
             row.path,
@@ -258,7 +285,7 @@ class Uploader(EnginePart):
             min(self.chunks.size, row.size - after),
         )
         self.bytes_sent += length
-        if not await self._usable(job, row, reply, "patch", offset=offset):
+        if not await self._usable(job, row, reply, "patch", offset=offset, length=length):
             return
         self.chunks.sent(length, self.clock.monotonic() - started)
         self._reheads.pop(row.id, None)
@@ -302,7 +329,13 @@ class Uploader(EnginePart):
     # -- replies -----------------------------------------------------------------------------
 
     async def _usable(
-        self, job: ClaimedJob, row: UploadRow, reply: TusReply, step: str, offset: int = 0
+        self,
+        job: ClaimedJob,
+        row: UploadRow,
+        reply: TusReply,
+        step: str,
+        offset: int = 0,
+        length: int = 0,
     ) -> bool:
         """True when the reply lets the step go on; otherwise its outcome is recorded."""
         verdict = classify(reply.status, step, reply.error)
@@ -330,7 +363,7 @@ class Uploader(EnginePart):
                 await self.executor.run(self.ledger.moved, job, row.upload_url, offset)
                 return False
             verdict = Step.retry(verdict.reason, verdict.code)
-        if reply.status == CHECKSUM_MISMATCH and offset + self.chunks.size >= row.size:
+        if reply.status == CHECKSUM_MISMATCH and offset + length >= row.size:
             # The last chunk: the server compared the whole file. Ours may be what changed.
             assert row.path is not None
             whole = await asyncio.to_thread(file_sha256, row.path)

@@ -141,3 +141,42 @@ async def test_a_failed_send_leaves_no_checksum_ahead(tmp_path: Path) -> None:
     assert await ahead.checksum(path, 0, MIB) == chunk_checksum(path, 0, MIB)
     digest = base64.b64encode(hashlib.sha256(b"\2" * MIB).digest()).decode()
     assert chunk_checksum(path, 0, MIB) == f"sha256 {digest}"
+
+
+def test_chunks_grow_past_eight_mib_while_no_edit_waits_and_shrink_back_while_one_does() -> None:
+    sizer = ChunkSizer(MIB, 64 * MIB, target_s=8.0, busy_high=8 * MIB)
+    assert sizer.next(busy=False) == MIB
+    # 1 MiB in 0.05 s (20 MiB/s): 160 MiB in 8 s, the limit.
+    assert sizer.sent(MIB, 0.05) == 64 * MIB
+    assert sizer.next(busy=True) == 8 * MIB, "an edit came: the next chunk is small again"
+    # The small chunk went at the same speed: it says the same of the link.
+    assert sizer.sent(8 * MIB, 0.4) == 64 * MIB
+    assert sizer.next(busy=False) == 64 * MIB, "no edit waits: large again at once"
+    # 20 Mbit/s: what the link sends in 8 s, on a whole MiB (where a checksum is kept ahead).
+    slow = ChunkSizer(MIB, 64 * MIB, target_s=8.0, busy_high=8 * MIB)
+    assert slow.sent(MIB, MIB * 8 / 20e6) == 19 * MIB
+    assert slow.next(busy=True) == 8 * MIB
+
+
+async def test_the_checksum_ahead_fits_a_next_chunk_of_any_size(tmp_path: Path) -> None:
+    path = tmp_path / "survey.pdf"
+    path.write_bytes(bytes(range(256)) * (4096 * 6))  # 6 MiB
+
+    async def send() -> str:
+        return "204"
+
+    ahead = ChecksumAhead()
+    await ahead.sending(send(), path, MIB, 2 * MIB)
+    path.write_bytes(b"\0" * 6 * MIB)  # changed after it was hashed ahead: the marks say so
+    made_ahead = await ahead.checksum(path, MIB, MIB)  # shrunk: the digest at a whole MiB
+    assert made_ahead != chunk_checksum(path, MIB, MIB)
+    path.write_bytes(bytes(range(256)) * (4096 * 6))
+    assert made_ahead == chunk_checksum(path, MIB, MIB)
+    # Grown past what was hashed: it goes on from the running hash, to the right digest.
+    await ahead.sending(send(), path, MIB, 2 * MIB)
+    assert await ahead.checksum(path, MIB, 5 * MIB) == chunk_checksum(path, MIB, 5 * MIB)
+    # Not on a mark, or another offset: read again.
+    await ahead.sending(send(), path, MIB, 2 * MIB)
+    assert await ahead.checksum(path, MIB, MIB + 5) == chunk_checksum(path, MIB, MIB + 5)
+    await ahead.sending(send(), path, MIB, 2 * MIB)
+    assert await ahead.checksum(path, 0, MIB) == chunk_checksum(path, 0, MIB)
