@@ -18,10 +18,11 @@ from link_proxy import ShapedLink  # noqa: E402
 
 RATE_BITS = 20e6  # the benchmark's link: 20 Mbit/s, 50 ms round trips
 RTT_S = 0.05
-#: What a loaded machine's timers may add (the suite runs beside others on 2 cores); the
-#: lower bounds are exact: the link is never faster than promised.
-LATE_S = 0.025
-LATE_RATE = 1.2
+#: What a loaded machine's timers may add (the suite runs beside others on 2 cores) to the
+#: best of a few tries; the lower bounds are exact: the link is never faster than promised.
+LATE_S = 0.02
+LATE_RATE = 1.15
+TRIES = 3
 HEAD = 9  # b"x" + the body's length in 8 digits
 
 
@@ -74,30 +75,41 @@ def _exchange(conn: socket.socket, size: int) -> float:
 
 
 def test_a_round_trip_takes_the_rtt_and_a_new_connection_one_more(link: ShapedLink) -> None:
-    with _connect(link) as conn:
-        first = _exchange(conn, 0)  # its handshake's round trip, then its own
-        trips = [_exchange(conn, 0) for _ in range(5)]
-    assert 2 * RTT_S <= first <= 2 * RTT_S + LATE_S, first
-    assert all(RTT_S <= trip <= RTT_S + LATE_S for trip in trips), trips
-    assert link.connections == 1
+    firsts, trips = [], []
+    for _ in range(TRIES):
+        with _connect(link) as conn:
+            firsts.append(_exchange(conn, 0))  # its handshake's round trip, then its own
+            trips += [_exchange(conn, 0) for _ in range(3)]
+    assert all(s >= 2 * RTT_S for s in firsts), firsts
+    assert min(firsts) <= 2 * RTT_S + LATE_S, firsts
+    assert all(s >= RTT_S for s in trips), trips
+    assert min(trips) <= RTT_S + LATE_S, trips
+    assert link.connections == TRIES
 
 
 def test_bytes_go_at_the_rate_and_two_connections_share_it(link: ShapedLink) -> None:
-    size = 625_000  # 0.25 s at 20 Mbit/s
+    size = 312_500  # 0.125 s at 20 Mbit/s
+    alone: list[float] = []
+    both: list[float] = []
     with _connect(link) as one, _connect(link) as two:
         _exchange(one, 0)
         _exchange(two, 0)
-        alone = _exchange(one, size)
-        both: list[float] = []
-        other = threading.Thread(target=lambda: both.append(_exchange(two, size)))
-        other.start()
-        both.append(_exchange(one, size))
-        other.join()
+        for _ in range(TRIES):
+            alone.append(_exchange(one, size))
+            other = threading.Thread(target=lambda: both.append(_exchange(two, size)))
+            other.start()
+            both.append(_exchange(one, size))
+            other.join()
     wire_s = size * 8 / RATE_BITS
-    assert wire_s + RTT_S <= alone <= (wire_s + RTT_S) * LATE_RATE, alone
-    # Together, twice the bytes through the one link: each takes about twice as long.
+    assert all(s >= wire_s + RTT_S for s in alone), alone
+    assert min(alone) <= (wire_s + RTT_S) * LATE_RATE, alone
+    # Together, twice the bytes through the one link: each takes about twice as long (the
+    # one that began first may finish a piece or so sooner).
     together = 2 * wire_s + RTT_S
-    assert all(together - 0.03 <= s <= together * LATE_RATE for s in both), both
+    assert all(s >= together - 0.02 for s in both), both
+    assert min(max(pair) for pair in zip(both[::2], both[1::2], strict=True)) <= (
+        together * LATE_RATE
+    ), both
 
 
 def test_a_small_request_beside_a_bulk_one_waits_for_one_piece_of_it(link: ShapedLink) -> None:
@@ -111,8 +123,11 @@ def test_a_small_request_beside_a_bulk_one_waits_for_one_piece_of_it(link: Shape
         while link.bytes_up < already + 100_000:  # the bulk message is on the link
             assert time.monotonic() < deadline, "the bulk message never went"
             time.sleep(0.005)
-        beside = [_exchange(small, 100) for _ in range(3)]
+        beside = [_exchange(small, 100) for _ in range(5)]
         sending.join()
     piece_s = 16 * 1024 * 8 / RATE_BITS
-    assert all(RTT_S <= s <= RTT_S + piece_s + LATE_S for s in beside), beside
+    assert all(s >= RTT_S for s in beside), beside
+    # Behind the bulk message's backlog it would wait most of its 0.5 s; behind one piece, not.
+    assert min(beside) <= RTT_S + piece_s + LATE_S, beside
+    assert max(beside) <= 0.25, beside
     assert link.bytes_up >= size + 300

@@ -85,8 +85,8 @@ async def test_an_edit_is_delivered_on_its_own_connection_while_a_chunk_is_on_th
 ) -> None:
     token = server.add_device("phone-a")
     entity = await delivered_work_order(store, server, token)
-    view = Attachments(store).attach(entity, survey(tmp_path, 4 * MIB))
-    # 32 Mbit/s: the file's one chunk (the first is as large as the file) is 1 s on the wire.
+    view = Attachments(store).attach(entity, survey(tmp_path, 6 * MIB))
+    # 32 Mbit/s: the file's one chunk (the first is as large as the file) is 1.6 s on the wire.
     with ShapedLink(("127.0.0.1", int(server.base_url.rsplit(":", 1)[1])),
                     rate_bits=32e6, rtt_s=0.01) as link:  # fmt: skip
         engine = make_engine(
@@ -97,7 +97,7 @@ async def test_an_edit_is_delivered_on_its_own_connection_while_a_chunk_is_on_th
             await wait_until(engine, runner, lambda: chunks.created)
             started = link.bytes_up
             deadline = time.monotonic() + 10
-            while link.bytes_up < started + MIB:  # a quarter of the chunk has gone
+            while link.bytes_up < started + MIB:  # a sixth of the chunk has gone
                 assert time.monotonic() < deadline, "the chunk never went"
                 await asyncio.sleep(0.01)
             edit = store.record_edit("update", entity, {"notes": "valve replaced"})
