@@ -394,13 +394,13 @@ class SyncEngine:
             await self.status.publish_queue(force=True)
         if self.puller.waiting_for_server():
             return False
+        await self.uploads.start()  # beside the loop, and the pull beside it; its end wakes us
         if self.puller.pull_due():
             await self.puller.pull()
             return True
         if self.puller.opened_ids:
             await self.puller.read_opened()
             return True
-        await self.uploads.start()  # only when no edit was ready; its end wakes the loop
         return False
 
     async def _until_next_due(self) -> float:
@@ -417,6 +417,7 @@ class SyncEngine:
             return
         await sleep_or_wake(self.sleep, seconds, self._wake)
         self._wake.clear()
+        self.uploads.look_again()
 
     def _go_idle(self) -> None:
         self.status.idle()

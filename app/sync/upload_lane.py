@@ -54,6 +54,8 @@ class UploadLane:
         self._clock = context.clock
         self._task: asyncio.Task[None] | None = None
         self._edit_at = -math.inf
+        #: Something may have become ready since a claim found nothing (`look_again`).
+        self._look = True
 
     @property
     def running(self) -> bool:
@@ -74,17 +76,26 @@ class UploadLane:
             self._task = None
             task.result()
 
+    def look_again(self) -> None:
+        """The loop woke (an enqueue, a due time, a step's end): the next `start` claims."""
+        self._look = True
+
     async def start(self) -> bool:
         """Claim the next step and run it beside the loop (False: one is running already, or
-        none was ready)."""
-        if self._task is not None:
+        none was ready, now or since the loop last woke: an idle engine claims no more)."""
+        if self._task is not None or not self._look:
             return False
         claimed = await self.uploader.claim()
         if claimed is None:
+            self._look = False
             return False
         self._task = asyncio.ensure_future(self.uploader.advance(claimed))
-        self._task.add_done_callback(lambda _: self._wake())
+        self._task.add_done_callback(lambda _: self._ended())
         return True
+
+    def _ended(self) -> None:
+        self._look = True  # the job is back in the queue, due now
+        self._wake()
 
     @contextlib.asynccontextmanager
     async def settling(self) -> AsyncIterator[None]:

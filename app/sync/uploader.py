@@ -45,7 +45,7 @@ from app.sync.chunks import ChecksumAhead, ChunkSizer
 from app.sync.config import SyncConfig
 from app.sync.connectivity import ConnectivityDetector
 from app.sync.context import EngineContext, EnginePart
-from app.sync.errors import AuthError, TransientError, classify_failure
+from app.sync.errors import AuthError, TransientError, classify_failure, saturated
 from app.sync.status import SyncStatus
 from app.sync.transport import ServerClient
 from app.sync.tus import (
@@ -340,6 +340,9 @@ class Uploader(EnginePart):
         """True when the reply lets the step go on; otherwise its outcome is recorded."""
         verdict = classify(reply.status, step, reply.error)
         self.status.server_answered(mutations_ok=verdict.next is not Next.FAIL)
+        if saturated(reply.status, reply.error):
+            # Said of the whole server: edits and pulls wait as well (they go beside uploads).
+            self.status.server_busy(reply.retry_after)
         if verdict.next is Next.GO_ON:
             if step == "head" and reply.offset is None:
                 verdict = Step.retry("the server did not say its offset", Reason.MALFORMED)

@@ -381,3 +381,29 @@ async def test_giving_up_a_failed_upload_removes_the_attachment(
     assert view.local_path is not None
     assert not view.local_path.exists()
     assert store.queue.in_flight() == 0
+
+
+async def test_a_saturated_server_holds_every_request_not_only_the_chunk(
+    tmp_path: Path, store: Store, attachments: Attachments, acked: str, server: FakeTus, clock
+) -> None:
+    view = attachments.attach(acked, photo(tmp_path, size=2 * MIB))
+    busy = [1]
+
+    def saturated(request: httpx.Request) -> httpx.Response | None:
+        if request.method == "PATCH" and busy[0]:
+            busy[0] -= 1
+            body = {"error": "server_busy"}
+            return httpx.Response(429, headers={"Retry-After": "30"}, json=body)
+        return None
+
+    server.faults.append(saturated)
+    uploader = uploader_for(store, server, upload_chunk_max_bytes=MIB)
+    try:
+        assert await uploader.step()  # create
+        assert uploader.status.busy_for() == 0
+        assert await uploader.step()  # the chunk, refused
+        assert 29 < uploader.status.busy_for() <= 30, "edits and pulls wait too"
+        await drain(uploader, clock)
+    finally:
+        await uploader.aclose()
+    assert server.completed() == {view.id: (tmp_path / "meter.jpg").read_bytes()}
