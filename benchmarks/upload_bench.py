@@ -32,9 +32,9 @@ data dir; the file is random bytes (incompressible), in the page cache for both 
   causes (median and max of behind minus the median alone) is compared with the median
   chunk's time (target: within one chunk; edits go on their own connection, so about none).
 - chunk sizes: the same upload with the largest chunk set to 8, 16, 32, 64 (the default) and
-  128 MiB, one run each, beside the PUT's median: what a durable answer per chunk costs (the
-  server fsyncs each chunk before it answers, and tus lets no chunk start before the last
-  one's answer, so only larger chunks amortise it).
+  128 MiB, one run each, each right after a PUT of its own: what a durable answer per chunk
+  costs (the server fsyncs each chunk before it answers, and tus lets no chunk start before
+  the last one's answer, so only larger chunks amortise it).
 - shaped link: the device's upload and the PUT through `link_proxy.ShapedLink`, a proxy on
   loopback at 20 Mbit/s with 50 ms round trips (SHAPED_SIZE, 50 MiB: 21 s each, interleaved;
   target >= 95 % of the PUT), then 5 edits queued at seeded moments while a SHAPED_EDIT_SIZE
@@ -263,8 +263,8 @@ def measure_throughput(
         "size_mib": round(size / MIB, 1),
         "device_s_median": round(median(device_s), 3),
         "put_s_median": round(median(put_s), 3),
-        "device_mib_per_s": round(device_rate, 1),
-        "put_mib_per_s": round(put_rate, 1),
+        "device_mib_per_s": round(device_rate, 2),
+        "put_mib_per_s": round(put_rate, 2),
         "ratio": round(device_rate / put_rate, 3),
         "target": target,
         "met": device_rate / put_rate >= target,
@@ -338,18 +338,21 @@ def measure_memory(
 
 def measure_chunk_limits(
     root: Path, server: UploadServer, token: str, file: Path, sha256: str,
-    limits_mib: tuple[int, ...], put_s: float,
+    limits_mib: tuple[int, ...],
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """One upload per largest chunk, beside the throughput runs' PUT median."""
+    """One upload per largest chunk, each right after a PUT of its own (the ratio is of the
+    pair: a moment of load slows both)."""
     size = file.stat().st_size
     rows = []
     for limit in limits_mib:
+        put_s = put_file(server.base_url, file, f"limit-{limit}", sha256)
         _, done, _ = upload(root, server, token, file, sha256, "--chunk-max", str(limit * MIB))
         rows.append(
             {
                 "chunk_max_mib": limit,
                 "chunks": len(done["chunks"]),
                 "device_s": done["upload_s"],
+                "put_s": round(put_s, 3),
                 "device_mib_per_s": round(size / MIB / done["upload_s"], 1),
                 "ratio": round(put_s / done["upload_s"], 3),
             }
@@ -439,9 +442,8 @@ def run(plan: Plan, seed: int, say: Any) -> dict[str, Any]:
             results["throughput"] = throughput
             say(f"chunk sizes: one upload of {plan.size // MIB} MiB at each largest chunk")
             results["chunk_limits"] = measure_chunk_limits(
-                root, server, token, file, sha256, plan.chunk_limits_mib,
-                throughput["put_s_median"],
-            )  # fmt: skip
+                root, server, token, file, sha256, plan.chunk_limits_mib
+            )
             say(f"cuts: {CUTS} cuts while uploading {plan.size // MIB} MiB through the proxy")
             results["cuts"] = measure_cuts(root, server, token, file, sha256, seed)
             say(f"memory: {plan.rss_size // MIB} MiB, device and server RSS sampled")
