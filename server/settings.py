@@ -64,7 +64,7 @@ class Settings:
     max_in_flight_requests: int = 16
     max_queued_requests: int = 256
     queue_wait_seconds: float = 10.0
-    busy_retry_after_max_seconds: int = 30
+    busy_retry_after_max_seconds: int = 10
     #: How often the background pruner deletes expired idempotency keys.
     prune_interval_seconds: float = 3600.0
     #: Where attachment files live (content-addressed) and unfinished uploads wait; None puts

@@ -48,9 +48,14 @@ class RetryAdvice:
         self.mean_duration_s = _FIRST_DURATION_S
         self._measured = False
         self._line_free_at = float("-inf")  # when the last return promised is taken
+        self._finished: deque[float] = deque()  # when each request of the last second ended
 
     def finished(self, duration_s: float) -> None:
         """One admitted request ended after running `duration_s` seconds."""
+        now = self._clock()
+        self._finished.append(now)
+        while self._finished[0] <= now - 1.0:
+            self._finished.popleft()
         if not self._measured:
             self.mean_duration_s, self._measured = duration_s, True
             return
@@ -60,7 +65,11 @@ class RetryAdvice:
         """Whole seconds a request refused now should wait; `busy` requests are running or
         waiting, and go first."""
         now = self._clock()
-        per_second = self.limit / max(self.mean_duration_s, 1e-3)
+        while self._finished and self._finished[0] <= now - 1.0:
+            self._finished.popleft()
+        # The pace: what the last second finished, or what the mean duration says when
+        # that is faster (the first second of a storm, or slow requests now done).
+        per_second = max(self.limit / max(self.mean_duration_s, 1e-3), len(self._finished))
         turn = max(now + busy / per_second, self._line_free_at)
         wait = math.ceil(turn - now)
         if wait > self.most_s:

@@ -113,6 +113,12 @@ def test_retry_after_paces_the_returns_at_the_rate_the_process_serves() -> None:
     far = RetryAdvice(30, 1, lambda: 0.0)
     far.finished(1.0)
     assert far.refuse(busy=100) == 30  # a line longer than 30 s: come back then
+    clock = [0.0]
+    fast = RetryAdvice(30, 1, lambda: clock[0])
+    for step in range(50):  # slow requests, but 50 finished in the last second
+        clock[0] = step / 50
+        fast.finished(2.0)
+    assert fast.refuse(busy=100) == 2  # paced by what it finishes: 100 at 50 a second
 
 
 def test_admission_hands_slots_over_in_arrival_order_and_bounds_the_queue() -> None:
