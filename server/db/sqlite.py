@@ -36,7 +36,8 @@ class QueuedSqliteDatabase(pw.SqliteDatabase):
     """`pw.SqliteDatabase` whose transactions hold `writer` from `BEGIN` to commit/rollback.
 
     Reentrant, so a thread that opens a second connection to the file inside a transaction
-    meets SQLite's busy timeout as before instead of waiting for itself forever."""
+    meets SQLite's busy timeout as before instead of waiting for itself forever; a wait for
+    the lock ends after the busy timeout with SQLite's own "database is locked"."""
 
     def __init__(self, database: str, **kwargs: Any) -> None:
         super().__init__(database, **kwargs)
@@ -44,7 +45,10 @@ class QueuedSqliteDatabase(pw.SqliteDatabase):
         self._holding = threading.local()
 
     def begin(self, lock_type: str | None = None) -> None:
-        self.writer.acquire()
+        # As long as SQLite's busy handler would have waited, then the error it would raise:
+        # a writer stuck behind another never waits forever.
+        if not self.writer.acquire(timeout=self.timeout):
+            raise pw.OperationalError("database is locked")
         try:
             super().begin(lock_type)
         except BaseException:

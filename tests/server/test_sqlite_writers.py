@@ -7,10 +7,12 @@ import threading
 import uuid
 from typing import Any
 
+import peewee as pw
 import pytest
 
 from server.db.best_effort import write_unless_busy
 from server.db.idempotency import IdempotentCall, Reply, execute_idempotent
+from server.db.sqlite import QueuedSqliteDatabase
 from server.db.store import ChangeSequence, Store, open_store
 from server.records.mutations import apply_mutation, validate_mutation
 from server.settings import Settings
@@ -63,6 +65,30 @@ def test_a_second_writer_waits_for_the_first_instead_of_meeting_a_busy_database(
     assert errors == []
     assert order == ["first commits", "second began"]
     assert _counter(store) == 2
+
+
+def test_a_writer_waits_no_longer_than_the_busy_timeout(store: Store, sqlite_url: str) -> None:
+    impatient = QueuedSqliteDatabase(sqlite_url.removeprefix("sqlite:///"), timeout=0.05)
+    holding, done = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with store.db.atomic():
+            holding.set()
+            done.wait(10)
+        store.db.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    assert holding.wait(10)
+    try:
+        with pytest.raises(pw.OperationalError, match="database is locked"), impatient.atomic():
+            pass
+    finally:
+        done.set()
+        thread.join(10)
+    with impatient.atomic():  # the lock was not kept by the failed attempt
+        impatient.execute_sql("SELECT 1")
+    impatient.close()
 
 
 def test_a_best_effort_note_skips_while_another_thread_writes(store: Store) -> None:
