@@ -1,7 +1,7 @@
 """A pytest plugin that records the CPU seconds each test costs, to find what makes the suite slow.
 
-`pytest -p tests.support.cpu_profile` with `FIELDSYNC_CPU_PROFILE=<dir>` writes one JSON line
-per test phase and per fixture setup to `<dir>/<worker>.jsonl`; `python -m
+`PYTHONPATH=. FIELDSYNC_CPU_PROFILE=<dir> pytest -p tests.support.cpu_profile` writes one JSON
+line per test phase and per fixture setup to `<dir>/<worker>.jsonl`; `python -m
 tests.support.cpu_profile <dir>` prints the top consumers. Wall times are useless on a shared
 2-core machine, CPU seconds are not: a phase's cost is the worker's own CPU plus that of the
 children it reaped meanwhile (a server process a fixture started counts when the fixture's
