@@ -43,6 +43,7 @@ from app.sync.pipeline import DeliveryPipeline
 from app.sync.puller import Puller
 from app.sync.reconcile import Reconciler
 from app.sync.status import SyncStatus
+from app.sync.sweeps import Sweeps
 from app.sync.sync_now import SyncProblem, SyncReport, SyncRequests, sync_pass
 from app.sync.transport import ServerClient
 from app.sync.upload_lane import UploadLane
@@ -50,10 +51,6 @@ from app.sync.upload_lane import UploadLane
 __all__ = ["SyncConfig", "SyncEngine", "SyncProblem", "SyncReport"]
 
 log = logging.getLogger(__name__)
-
-#: The wall clock and the monotonic clock disagreeing by more than this between two sweeps
-#: means the device clock was set: retry and lease times are bounded again.
-CLOCK_JUMP_S = 60.0
 
 
 class SyncEngine:
@@ -103,6 +100,7 @@ class SyncEngine:
         self.conflicts = Conflicts(store)
         self.uploads = UploadLane(context, self.client, self.status, self.worker_id, self.wake)
         self.uploader = self.uploads.uploader
+        self.sweeps = Sweeps(store, self.uploader, self.clock, lambda: self.config.sweep_interval_s)
         self.outbox = EscalationOutbox(self.conflicts, self.client, self.executor)
         self.reconciler = Reconciler(
             store, self.client, self.executor, page_size=config.pull_page_size
@@ -289,33 +287,17 @@ class SyncEngine:
 
     def _startup_sweep(self) -> None:
         self.client.install = install_id(self.store)
-        self.store.queue.expire_orphaned_leases()
-        self.store.queue.reclaim_expired()
-        self.store.queue.clamp_times()
-        self.uploader.sweep()
+        self.sweeps.at_start()
         self.status.load_last_sync()
 
-    def _periodic_sweep(self, clock_moved: bool) -> None:
-        self.store.queue.reclaim_expired()
-        self.uploader.sweep()
-        if clock_moved:
-            # Set back a day during a backoff, a job would wait a day: bound it again.
-            self.store.queue.clamp_times()
-
     async def _loop(self) -> None:
-        last_sweep = self.clock.monotonic()
-        last_wall = self.store.clock()
         while not self._stopping:
-            if self.clock.monotonic() - last_sweep >= self.config.sweep_interval_s:
-                elapsed = self.clock.monotonic() - last_sweep
-                wall = self.store.clock()
-                clock_moved = abs((wall - last_wall) - elapsed) > CLOCK_JUMP_S
+            if self.sweeps.due():
                 try:
-                    await self.executor.run(self._periodic_sweep, clock_moved)
+                    await self.executor.run(self.sweeps.periodic)
                 except StorageConditionError as exc:
                     await self._store_unavailable(exc)
                     continue
-                last_sweep, last_wall = self.clock.monotonic(), wall
             self.status.publish_connectivity()
             held = self._held()
             if held is not None:
