@@ -28,14 +28,23 @@ __all__ = ["NoDelayH11Protocol", "listening_socket", "set_nodelay", "uvicorn_con
 _TCP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
 
+#: Connections the kernel keeps waiting for an accept (uvicorn's own default).
+BACKLOG = 2048
+
+
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A bound (not yet listening) TCP socket whose accepted connections have Nagle off."""
+    """A listening TCP socket whose accepted connections have Nagle off.
+
+    It listens before the app has started, so the "listening" log line is true: a client
+    that connects while the app still starts (uvicorn logs "startup complete" before it
+    listens itself) waits in the backlog instead of being refused."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
+        sock.listen(BACKLOG)
     except BaseException:
         sock.close()
         raise
