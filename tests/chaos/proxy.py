@@ -354,14 +354,20 @@ class FaultProxy:
             self._flapper.cancel()
         await self._down()
         current = asyncio.current_task()
-        pending = [task for task in asyncio.all_tasks() if task is not current]
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        for writer in list(self._writers | self._upstreams):
-            writer.transport.abort()
-        for _ in range(3):
-            await asyncio.sleep(0)  # closed transports drop their sockets on the next turns
+        # Until nothing is left: a connection accepted just before the listener closed makes
+        # its writer and its task only on a later turn, after a first sweep has passed.
+        for _ in range(20):
+            pending = [task for task in asyncio.all_tasks() if task is not current]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for writer in list(self._writers | self._upstreams):
+                writer.transport.abort()
+            for _ in range(3):
+                await asyncio.sleep(0)  # closed transports drop their sockets on these turns
+            if not self._writers and all(task is current for task in asyncio.all_tasks()):
+                break
+            await asyncio.sleep(0.01)
 
     def _accept(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
