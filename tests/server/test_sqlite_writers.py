@@ -3,8 +3,10 @@ keyed call runs in a transaction of its own (server/db/idempotency.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import peewee as pw
@@ -67,8 +69,9 @@ def test_a_second_writer_waits_for_the_first_instead_of_meeting_a_busy_database(
     assert _counter(store) == 2
 
 
-def test_a_writer_waits_no_longer_than_the_busy_timeout(store: Store, sqlite_url: str) -> None:
-    impatient = QueuedSqliteDatabase(sqlite_url.removeprefix("sqlite:///"), timeout=0.05)
+@contextlib.contextmanager
+def _write_held_by_another_thread(store: Store) -> Iterator[None]:
+    """Another thread holds the store's write transaction until the block ends."""
     holding, done = threading.Event(), threading.Event()
 
     def writer() -> None:
@@ -81,11 +84,20 @@ def test_a_writer_waits_no_longer_than_the_busy_timeout(store: Store, sqlite_url
     thread.start()
     assert holding.wait(10)
     try:
-        with pytest.raises(pw.OperationalError, match="database is locked"), impatient.atomic():
-            pass
+        yield
     finally:
         done.set()
         thread.join(10)
+
+
+def test_a_writer_waits_no_longer_than_the_busy_timeout(store: Store, sqlite_url: str) -> None:
+    impatient = QueuedSqliteDatabase(sqlite_url.removeprefix("sqlite:///"), timeout=0.05)
+    with (
+        _write_held_by_another_thread(store),
+        pytest.raises(pw.OperationalError, match="database is locked"),
+        impatient.atomic(),
+    ):
+        pass
     with impatient.atomic():  # the lock was not kept by the failed attempt
         impatient.execute_sql("SELECT 1")
     impatient.close()
@@ -93,22 +105,8 @@ def test_a_writer_waits_no_longer_than_the_busy_timeout(store: Store, sqlite_url
 
 def test_a_best_effort_note_skips_while_another_thread_writes(store: Store) -> None:
     ran: list[bool] = []
-    holding, done = threading.Event(), threading.Event()
-
-    def writer() -> None:
-        with store.db.atomic():
-            holding.set()
-            done.wait(10)
-        store.db.close()
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    assert holding.wait(10)
-    try:
+    with _write_held_by_another_thread(store):
         assert write_unless_busy(store, lambda: ran.append(True)) is False
-    finally:
-        done.set()
-        thread.join(10)
     assert ran == []
     assert write_unless_busy(store, lambda: ran.append(True)) is True
     assert ran == [True]
