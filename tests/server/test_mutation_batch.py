@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from server.db import idempotency
+from server.db import claims
 from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.db.store import ChangeSequence, Store, open_store
 from server.records.batch import RECORD_COLUMNS, apply_mutation_batch
@@ -207,14 +207,14 @@ def test_a_claim_row_released_by_another_process_mid_claim_is_in_use_not_a_crash
     # CONFLICT DO NOTHING and its read. That read then lacked the key: KeyError, a 500.
     settings = Settings(db_url=sqlite_url)
     calls, _ = create_calls(store, 3)
-    insert = idempotency._insert_claims
+    insert = claims._insert_claims
 
     def released_meanwhile(*args: Any) -> None:
         insert(*args)
         keys = store.tables.IdempotencyKey
         keys.delete().where(keys.key == "k1").execute()
 
-    monkeypatch.setattr(idempotency, "_insert_claims", released_meanwhile)
+    monkeypatch.setattr(claims, "_insert_claims", released_meanwhile)
     replies = execute_idempotent(store, 1, calls, settings)
     assert [r.status for r in replies] == [201, 409, 201]
     assert replies[1].body == {"error": "idempotency_key_in_use"}
