@@ -10,8 +10,13 @@ enough on its own:
 
 - `listening_socket` creates the socket with proto `IPPROTO_TCP`, so asyncio sets it;
 - it also sets `TCP_NODELAY` on the listening socket, which Linux copies to accepted ones;
-- `NoDelayH11Protocol` sets it on the accepted socket itself when uvicorn hands over the
-  connection, whoever bound the listener (`uvicorn --http server.listen:NoDelayH11Protocol`).
+- `NoDelayHttpToolsProtocol` sets it on the accepted socket itself when uvicorn hands over
+  the connection, whoever bound the listener
+  (`uvicorn --http server.listen:NoDelayHttpToolsProtocol`).
+
+Requests are parsed by httptools (C) rather than h11 (pure Python): a request's parse and
+write cost about half as much CPU (benchmarks/server_bench.py measures both).
+`NoDelayH11Protocol` stays for a deployment that names it.
 """
 
 from __future__ import annotations
@@ -21,9 +26,15 @@ import socket
 from typing import Any
 
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
+from uvicorn.protocols.http import h11_impl, httptools_impl
 
-__all__ = ["NoDelayH11Protocol", "listening_socket", "set_nodelay", "uvicorn_config"]
+__all__ = [
+    "NoDelayH11Protocol",
+    "NoDelayHttpToolsProtocol",
+    "listening_socket",
+    "set_nodelay",
+    "uvicorn_config",
+]
 
 _TCP_FAMILIES = (socket.AF_INET, socket.AF_INET6)
 
@@ -58,19 +69,31 @@ def set_nodelay(transport: asyncio.BaseTransport) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-class _BodyKeepingCycle(RequestResponseCycle):
-    """WORKAROUND: uvicorn's cycle answers `http.disconnect` as soon as the connection is
-    gone, dropping the body bytes it had already read (up to 64 KiB). A tus PATCH cut mid-body
-    keeps what arrived, so those bytes are handed over first."""
+class _BodyKeeping:
+    """WORKAROUND: uvicorn's cycle (either parser's) answers `http.disconnect` as soon as the
+    connection is gone, dropping the body bytes it had already read (up to 64 KiB). A tus PATCH
+    cut mid-body keeps what arrived, so those bytes are handed over first."""
+
+    disconnected: bool
+    body: bytearray
+    response_complete: bool
 
     async def receive(self) -> Any:
         if self.disconnected and self.body and not self.response_complete:
             body, self.body = bytes(self.body), bytearray()
             return {"type": "http.request", "body": body, "more_body": True}
-        return await super().receive()
+        return await super().receive()  # type: ignore[misc]
 
 
-class NoDelayH11Protocol(H11Protocol):
+class _BodyKeepingH11Cycle(_BodyKeeping, h11_impl.RequestResponseCycle):
+    pass
+
+
+class _BodyKeepingHttpToolsCycle(_BodyKeeping, httptools_impl.RequestResponseCycle):
+    pass
+
+
+class NoDelayH11Protocol(h11_impl.H11Protocol):
     """uvicorn's h11 protocol, with `TCP_NODELAY` set on each connection it is given (and a
     request cut mid-body delivering every byte that arrived)."""
 
@@ -81,8 +104,24 @@ class NoDelayH11Protocol(H11Protocol):
     def handle_events(self) -> None:
         super().handle_events()
         # The cycle is made here and its task starts on the next loop turn, after this.
-        if type(self.cycle) is RequestResponseCycle:
-            self.cycle.__class__ = _BodyKeepingCycle
+        if type(self.cycle) is h11_impl.RequestResponseCycle:
+            self.cycle.__class__ = _BodyKeepingH11Cycle
+
+
+class NoDelayHttpToolsProtocol(httptools_impl.HttpToolsProtocol):
+    """uvicorn's httptools protocol, with `TCP_NODELAY` set on each connection it is given
+    (and a request cut mid-body delivering every byte that arrived)."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        set_nodelay(transport)
+        super().connection_made(transport)
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        # The parser calls this when a request's head is read; the cycle made here starts on
+        # the next loop turn, after this (an upgrade or a refused request makes none).
+        if type(self.cycle) is httptools_impl.RequestResponseCycle:
+            self.cycle.__class__ = _BodyKeepingHttpToolsCycle
 
 
 def uvicorn_config(app: Any, *, log_level: str | None = None, **options: Any) -> uvicorn.Config:
@@ -91,7 +130,7 @@ def uvicorn_config(app: Any, *, log_level: str | None = None, **options: Any) ->
     `log_level` None leaves uvicorn's loggers as the embedding program configured them."""
     return uvicorn.Config(
         app,
-        http=NoDelayH11Protocol,
+        http=NoDelayHttpToolsProtocol,
         log_config=None,
         access_log=False,
         log_level=log_level,

@@ -154,7 +154,7 @@ def test_uvicorn_workers_with_our_protocol(sqlite_url: str, tmp_path: Path) -> N
     command = [
         sys.executable, "-m", "uvicorn", "--factory", "server.app:create_app",
         "--host", "127.0.0.1", "--port", str(port), "--workers", "2",
-        "--http", "server.listen:NoDelayH11Protocol", "--log-level", "warning",
+        "--http", "server.listen:NoDelayHttpToolsProtocol", "--log-level", "warning",
     ]  # fmt: skip
     log = (tmp_path / "uvicorn.log").open("wb")
     env = {**os.environ, "FIELDSYNC_SERVER_DB": sqlite_url}
