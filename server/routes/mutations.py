@@ -45,12 +45,14 @@ from server.records.mutations import (
     apply_mutation,
     validate_mutation,
 )
+from server.routes.one_hop import OneHopRoute
 from server.scope.echoes import INSTALL_DESCRIPTION, INSTALL_HEADER, note_install
 from server.wire import Mutation
 
 __all__ = ["count_reply", "router"]
 
-router = APIRouter(prefix="/v1", tags=["mutations"])
+#: One worker-thread hop per request: the device is read in the endpoint's thread.
+router = APIRouter(prefix="/v1", tags=["mutations"], route_class=OneHopRoute)
 
 _KIND = "mutation"
 

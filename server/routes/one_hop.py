@@ -1,0 +1,202 @@
+"""Sync routes served in one worker-thread hop: dependencies, validation and endpoint together.
+
+FastAPI runs each sync dependency in a worker thread of its own and then the sync endpoint in
+another, and solves everything between on the event loop. For a mutation that is two hops
+(authentication reads the database, so it is sync) and the loop's share of the work: about a
+quarter of the server's CPU per request on 2 cores (benchmarks/server_bench.py). `OneHopRoute`
+keeps the route as declared (the OpenAPI document, `declare`'s access marks) and serves it by
+reading the body on the loop, then doing, in one worker thread, what FastAPI's request handler
+does in the same order and with FastAPI's own functions:
+
+1. the body parsed as JSON (a body that is not JSON: 422 `json_invalid`, before anything);
+2. each dependency, depth first in declaration order, cached per request (the device's 401
+   and 429, the idempotency key's 400: raised as they come);
+3. the route's own header and body parameters validated (422, all errors together);
+4. the endpoint.
+
+So every answer, error bodies and their precedence included, is the one FastAPI gives
+(tests/server/test_one_hop.py compares the two over awkward requests). Async dependencies
+must not await (they run to completion in the thread); a route whose shape this does not
+cover is refused when the app is built.
+"""
+
+from __future__ import annotations
+
+import email.message
+import inspect
+import json
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import routing as fastapi_routing
+from fastapi.dependencies.models import Dependant
+from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from pydantic_core import PydanticUndefined
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+__all__ = ["OneHopRoute"]
+
+_Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def _finish(value: Any) -> Any:
+    """The result of `value`, running a coroutine that never suspends to its end here."""
+    if not inspect.iscoroutine(value):
+        return value
+    try:
+        value.send(None)
+    except StopIteration as done:
+        return done.value
+    value.close()
+    raise RuntimeError("a one-hop route's dependency awaited something")
+
+
+def _unsupported(dependant: Dependant) -> list[str]:
+    """What `dependant` (or a dependency of it) needs that one hop does not serve."""
+    problems = [
+        name
+        for name in (
+            "websocket_param_name",
+            "background_tasks_param_name",
+            "response_param_name",
+            "security_scopes_param_name",
+        )
+        if getattr(dependant, name, None)
+    ]
+    call = dependant.call
+    if call is not None and (inspect.isgeneratorfunction(call) or inspect.isasyncgenfunction(call)):
+        problems.append(f"generator dependency {getattr(call, '__name__', call)}")
+    for sub in dependant.dependencies:
+        problems += _unsupported(sub)
+    return problems
+
+
+def _solve(
+    request: Request, dependant: Dependant, body: Any, cache: dict[Any, Any]
+) -> tuple[dict[str, Any], list[Any]]:
+    """FastAPI's `solve_dependencies`, in this thread: the same order, caching and errors."""
+    values: dict[str, Any] = {}
+    errors: list[Any] = []
+    for sub in dependant.dependencies:
+        sub_values, sub_errors = _solve(request, sub, body, cache)
+        if sub_errors:
+            errors.extend(sub_errors)
+            continue
+        key = sub.call  # FastAPI adds OAuth scopes, which no route here has
+        if sub.use_cache and key in cache:
+            solved = cache[key]
+        else:
+            assert sub.call is not None
+            solved = _finish(sub.call(**sub_values))
+            cache.setdefault(key, solved)
+        if sub.name is not None:
+            values[sub.name] = solved
+    for params, source in (
+        (dependant.path_params, request.path_params),
+        (dependant.query_params, request.query_params),
+        (dependant.header_params, request.headers),
+        (dependant.cookie_params, request.cookies),
+    ):
+        found, problems = request_params_to_args(params, source)
+        values.update(found)
+        errors += problems
+    if dependant.body_params:
+        found, problems = _finish(
+            request_body_to_args(
+                body_fields=dependant.body_params, received_body=body, embed_body_fields=False
+            )
+        )
+        values.update(found)
+        errors.extend(problems)
+    for name in (dependant.http_connection_param_name, dependant.request_param_name):
+        if name:
+            values[name] = request
+    return values, errors
+
+
+def _json_body(request: Request, raw: bytes, strict: bool) -> Any:
+    """The body as FastAPI hands it to validation: JSON if it says so, else the bytes."""
+    if not raw:
+        return PydanticUndefined  # FastAPI's "no body": a required one is missing
+    kind = request.headers.get("content-type")
+    if not kind:
+        return raw if strict else json.loads(raw)
+    message = email.message.Message()
+    message["content-type"] = kind
+    if message.get_content_maintype() == "application":
+        subtype = message.get_content_subtype()
+        if subtype == "json" or subtype.endswith("+json"):
+            return json.loads(raw)
+    return raw
+
+
+def _no_endpoint() -> None:
+    raise AssertionError("a route without an endpoint")
+
+
+def _unreadable() -> HTTPException:
+    """FastAPI's answer to a body it could not read or decode (400)."""
+    return HTTPException(400, "There was an error parsing the body")
+
+
+class OneHopRoute(APIRoute):
+    """A sync endpoint with a JSON body, its dependencies solved in the endpoint's thread."""
+
+    def get_route_handler(self) -> _Handler:
+        route: Any = self
+        # Included in a router, FastAPI builds the handler of the route as included (its
+        # prefix and the includer's dependencies), handed over in this context variable.
+        included = getattr(fastapi_routing, "_effective_route_context_var", None)
+        context = included.get() if included is not None else None
+        if context is not None and getattr(context, "original_route", None) is self:
+            route = context
+        dependant: Dependant = route.dependant
+        problems = _unsupported(dependant)
+        endpoint: Callable[..., Any] = dependant.call or _no_endpoint
+        if inspect.iscoroutinefunction(endpoint) or route.body_field is None:
+            problems.append("a sync endpoint with a body")
+        if route._embed_body_fields:
+            problems.append("embedded body fields")
+        if problems:
+            raise TypeError(f"{self.path} cannot be served in one hop: {', '.join(problems)}")
+        strict = route.strict_content_type
+        strict = getattr(strict, "value", strict)
+
+        def serve(request: Request, raw: bytes) -> Response:
+            try:
+                body = _json_body(request, raw, strict)
+            except json.JSONDecodeError as error:
+                detail = {
+                    "type": "json_invalid",
+                    "loc": ("body", error.pos),
+                    "msg": "JSON decode error",
+                    "input": {},
+                    "ctx": {"error": error.msg},
+                }
+                raise RequestValidationError([detail], body=error.doc) from error
+            except Exception as error:  # not UTF-8, say
+                raise _unreadable() from error
+            values, errors = _solve(request, dependant, body, {})
+            if errors:
+                raise RequestValidationError(errors, body=body)
+            response = endpoint(**values)
+            if not isinstance(response, Response):
+                raise TypeError(f"{self.path} must answer a Response")
+            return response
+
+        async def handle(request: Request) -> Response:
+            try:
+                raw = await request.body()
+            except HTTPException:  # the body limit (server/http.py) answers 413
+                raise
+            except Exception as error:
+                raise _unreadable() from error
+            response: Response = await run_in_threadpool(serve, request, raw)
+            return response
+
+        return handle
