@@ -45,7 +45,7 @@ from server.records.mutations import (
     apply_mutation,
     validate_mutation,
 )
-from server.routes.one_hop import OneHopRoute
+from server.routing.one_hop import OneHopRoute
 from server.scope.echoes import INSTALL_DESCRIPTION, INSTALL_HEADER, note_install
 from server.wire import Mutation
 

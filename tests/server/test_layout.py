@@ -26,11 +26,13 @@ from server.settings import Settings
 
 SERVER = Path(__file__).resolve().parents[2] / "server"
 
-#: What may speak HTTP: the routes, their plumbing, the app, the console's pages, the
-#: modules that run the app under uvicorn, and the admission middleware (its 429s).
-HTTP_LAYER = ("app.py", "http.py", "cli.py", "embedded.py", "listen.py", "routes/", "console/",
-              "admission/middleware.py")  # fmt: skip
-HTTP_MODULES = ("fastapi", "starlette", "server.http", "server.routes", "server.app")
+#: What may speak HTTP: the routes, their plumbing (and how they are served), the app, the
+#: console's pages, the modules that run the app under uvicorn, and the admission middleware
+#: (its 429s).
+HTTP_LAYER = ("app.py", "http.py", "cli.py", "embedded.py", "listen.py", "routes/", "routing/",
+              "console/", "admission/middleware.py")  # fmt: skip
+HTTP_MODULES = ("fastapi", "starlette", "server.http", "server.routes", "server.routing",
+                "server.app")  # fmt: skip
 
 
 def _relative(path: Path) -> str:

@@ -13,8 +13,9 @@ import pytest
 from fastapi import APIRouter
 
 from server.embedded import provision_device, start_server
-from server.routes import mutations, one_hop
-from server.routes.one_hop import OneHopRoute
+from server.routes import mutations
+from server.routing import one_hop
+from server.routing.one_hop import OneHopRoute
 from tests.support.api import create_body, new_id
 
 SINGLE, BATCH = "/v1/mutations", "/v1/mutations/batch"

@@ -1,0 +1,1 @@
+"""How routes are served: the handlers FastAPI builds for them, made cheaper."""
