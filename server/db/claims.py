@@ -114,23 +114,27 @@ def _key_table(store: Store) -> str:
 
 def _insert_claims(
     store: Store, device_id: int, calls: Sequence[IdempotentCall], token: str, now: float
-) -> None:
-    """`processing` rows for keys not stored yet; the unique (device, key) index decides races."""
+) -> dict[str, int]:
+    """`processing` rows for keys not stored yet (the unique (device, key) index decides
+    races): the row id of each key this inserted."""
     width = _CLAIM_COLUMNS.count(",") + 1
     size = store.rows_per_statement(width)
     # In key order: on PostgreSQL an insert waits for a concurrent uncommitted insert of the
     # same key, so two overlapping batches claiming in their own orders could deadlock.
     ordered = sorted(calls, key=lambda call: call.key)
+    inserted: dict[str, int] = {}
     for start in range(0, len(ordered), size):
         chunk = ordered[start : start + size]
         sql = (
             f"INSERT INTO {_key_table(store)} ({_CLAIM_COLUMNS}) "
-            f"VALUES {store.values_list(len(chunk), width)} ON CONFLICT DO NOTHING"
+            f"VALUES {store.values_list(len(chunk), width)} ON CONFLICT DO NOTHING "
+            'RETURNING "key", "id"'
         )
         params: list[Any] = []
         for call in chunk:
             params += [device_id, call.key, call.request_hash, _PROCESSING, token, now, now]
-        store.db.execute_sql(sql, params)
+        inserted.update(store.db.execute_sql(sql, params).fetchall())
+    return inserted
 
 
 def _stored_keys(store: Store, device_id: int, keys: Sequence[str]) -> dict[str, _StoredKey]:
@@ -157,12 +161,16 @@ def claim_keys(
     owned: dict[str, tuple[int, str]] = {}
     answered: dict[str, Reply] = {}
     with store.db.atomic():
-        _insert_claims(store, device_id, calls, token, now)
-        found = _stored_keys(store, device_id, [call.key for call in calls])
+        inserted = _insert_claims(store, device_id, calls, token, now)
+        # Only keys stored before need reading back (none, for a device's fresh writes).
+        older = [call.key for call in calls if call.key not in inserted]
+        found = _stored_keys(store, device_id, older) if older else {}
     stale_before = now - settings.idempotency_lease_seconds
     for call in calls:
         row = found.get(call.key)
-        if row is None:
+        if call.key in inserted:
+            owned[call.key] = (inserted[call.key], token)
+        elif row is None:
             # Released (its effect failed) or pruned by another process between this claim's
             # insert and its read (PostgreSQL reads each statement's latest commit): in use.
             retry = settings.in_use_retry_after_seconds

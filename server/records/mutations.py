@@ -193,27 +193,29 @@ def _apply(
     gate: Gate | None,
     author: Author,
 ) -> Reply:
-    current = _get(store, mutation.entity_id)
-    if current is not None and not writable(gate, current, mutation.base_version):
-        return Reply(404, {"error": "not_found"})
     if mutation.op == "create":
-        if current is not None:
-            return conflict_reply(current)
+        # Inserted first: a new id (nearly every create) costs no read.
         values = {
             **mutation.fields,
             "id": mutation.entity_id,
             "created_by": creator,
             **stamp(1, device_name, sequence),
         }
-        if not _insert_new(store, values):
-            # A concurrent create of the same id committed first: answer as a conflict.
-            raced = _get(store, mutation.entity_id)
-            if raced is None:
-                raise LookupError(mutation.entity_id)
-            return conflict_reply(raced)
-        at = values["updated_at"]
-        write_log(store, [log_entry(author, mutation.entity_id, 1, at, created_fields(values))])
-        return Reply(201, {"record": record_columns_json(values)})
+        if _insert_new(store, values):
+            at = values["updated_at"]
+            entry = log_entry(author, mutation.entity_id, 1, at, created_fields(values))
+            write_log(store, [entry])
+            return Reply(201, {"record": record_columns_json(values)})
+        sequence.rewind(values["seq"] - 1)  # nothing was written at that number
+        existing = _get(store, mutation.entity_id)
+        if existing is None:
+            raise LookupError(mutation.entity_id)
+        if not writable(gate, existing, mutation.base_version):
+            return Reply(404, {"error": "not_found"})
+        return conflict_reply(existing)
+    current = _get(store, mutation.entity_id)
+    if current is not None and not writable(gate, current, mutation.base_version):
+        return Reply(404, {"error": "not_found"})
     if current is None:
         return Reply(404, {"error": "not_found"})
     if current.version != mutation.base_version:

@@ -209,10 +209,13 @@ def test_a_claim_row_released_by_another_process_mid_claim_is_in_use_not_a_crash
     calls, _ = create_calls(store, 3)
     insert = claims._insert_claims
 
-    def released_meanwhile(*args: Any) -> None:
-        insert(*args)
+    def released_meanwhile(*args: Any) -> dict[str, int]:
+        inserted: dict[str, int] = insert(*args)
+        # k1 was the other process's row (this insert did nothing for it), released now.
+        inserted.pop("k1")
         keys = store.tables.IdempotencyKey
         keys.delete().where(keys.key == "k1").execute()
+        return inserted
 
     monkeypatch.setattr(claims, "_insert_claims", released_meanwhile)
     replies = execute_idempotent(store, 1, calls, settings)
