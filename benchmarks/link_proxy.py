@@ -14,15 +14,17 @@ handshake a real link would cost). A timer that fires late does not lose link ti
 right behind another starts when that one left, up to ``_SLACK_S`` in the past, so the rate
 holds however coarse the loop's timers; no piece is delivered early.
 
-The proxy runs its own asyncio loop in a daemon thread, so a device in a subprocess and a
-client in the bench's own process use it alike; it counts connections and bytes each way.
+The proxy runs on the loopback harness (`benchmarks/loopback_proxy.py`), so a device in a
+subprocess and a client in the bench's own process use it alike; it counts connections and
+bytes each way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
+
+from benchmarks.loopback_proxy import LoopbackProxy
 
 __all__ = ["ShapedLink"]
 
@@ -50,71 +52,30 @@ class _Wire:
         return max(self.free_at, loop.time())
 
 
-class ShapedLink:
+class ShapedLink(LoopbackProxy):
     """See the module docstring. `start()` (or ``with``) returns once it accepts."""
 
+    thread_name = "shaped-link"
+
     def __init__(self, upstream: tuple[str, int], *, rate_bits: float, rtt_s: float) -> None:
-        self.upstream = upstream
+        super().__init__(upstream)
         self.rate_bits = rate_bits
         self.rtt_s = rtt_s
-        self.port = 0
         self.connections = 0
         self.bytes_up = 0  # client to server
         self.bytes_down = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="shaped-link")
-        self._server: asyncio.Server | None = None
         self._up = _Wire(rate_bits / 8)
         self._down = _Wire(rate_bits / 8)
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> ShapedLink:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        if not self._thread.is_alive():
-            return
-        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-    def __enter__(self) -> ShapedLink:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- the loop's side ---------------------------------------------------------------------
 
-    async def _listen(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _accept(self, client_in: asyncio.StreamReader, client: asyncio.StreamWriter) -> None:
+    async def _serve(self, client_in: asyncio.StreamReader, client: asyncio.StreamWriter) -> None:
         self.connections += 1
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
         accepted = asyncio.get_running_loop().time()
         try:
             server_in, server = await asyncio.open_connection(*self.upstream)
         except OSError:
             client.close()
-            self._tasks.discard(task)
             return
         try:
             async with asyncio.TaskGroup() as both:  # one way failing ends the other
@@ -129,7 +90,6 @@ class ShapedLink:
         finally:
             for writer in (client, server):
                 writer.close()
-            self._tasks.discard(task)
 
     async def _carry(
         self,

@@ -81,6 +81,7 @@ MEASURES = (
     "benchmarks/bench_server.py",
     "benchmarks/rss.py",
     "benchmarks/link_proxy.py",
+    "benchmarks/loopback_proxy.py",
     "tests/chaos/proxy.py",
     "app/",
     "server/",

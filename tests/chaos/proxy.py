@@ -15,8 +15,8 @@ acknowledgement), delay it, answer 502/503/504 or 429 + Retry-After itself, trun
 the response body, or trickle the response out slowly. While the link is down the listening
 socket is closed (new connections are refused) and open connections are reset.
 
-The proxy runs its own asyncio loop in a daemon thread so that it serves subprocesses and
-in-process clients alike; every request is logged (`records`) for rate figures.
+The proxy runs on the loopback harness (`benchmarks/loopback_proxy.py`) so that it serves
+subprocesses and in-process clients alike; every request is logged (`records`) for rate figures.
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import socket
-import struct
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from benchmarks.loopback_proxy import LoopbackProxy, reset_connection
 
 __all__ = [
     "PASS",
@@ -242,42 +241,22 @@ class ForcedFaults:
         return self.plan(info)
 
 
-class FaultProxy:
+class FaultProxy(LoopbackProxy):
     """See the module docstring. `start()` returns self once the proxy accepts connections."""
 
+    thread_name = "fault-proxy"
+
     def __init__(self, upstream: tuple[str, int], plan: Plan | None = None) -> None:
-        self.upstream = upstream
+        super().__init__(upstream)
         self.plan: Plan = plan or (lambda info: PASS)
         self.records: list[RequestRecord] = []
         self.online = True
-        self.port = 0
         self._lock = threading.Lock()
         self._index = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="fault-proxy")
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
         self._upstreams: set[asyncio.StreamWriter] = set()
         self._flapper: asyncio.Task[None] | None = None
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
     # -- control (any thread) --------------------------------------------------------------
-
-    def start(self) -> FaultProxy:
-        self._thread.start()
-        self._call(self._listen())
-        return self
-
-    def stop(self) -> None:
-        if not self._thread.is_alive():
-            return
-        self._call(self._shutdown())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
 
     def set_plan(self, plan: Plan) -> None:
         self.plan = plan
@@ -311,17 +290,10 @@ class FaultProxy:
         with self._lock:
             self.records.clear()
 
-    def _call(self, coro: object, timeout: float = 30.0) -> None:
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
-        future.result(timeout)
-
     # -- the loop's side ---------------------------------------------------------------------
 
     async def _listen(self) -> None:
-        self._server = await asyncio.start_server(
-            self._accept, "127.0.0.1", self.port, reuse_address=True
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        await super()._listen()
         self.online = True
 
     async def _down(self) -> None:
@@ -330,8 +302,8 @@ class FaultProxy:
             self._server.close()
             self._server = None
         self.online = False
-        for writer in list(self._writers):
-            _rst(writer)
+        for writer in list(self._open):
+            reset_connection(writer)
 
     async def _up(self) -> None:
         if self._server is None:
@@ -361,21 +333,13 @@ class FaultProxy:
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-            for writer in list(self._writers | self._upstreams):
+            for writer in list(self._open | self._upstreams):
                 writer.transport.abort()
             for _ in range(3):
                 await asyncio.sleep(0)  # closed transports drop their sockets on these turns
-            if not self._writers and all(task is current for task in asyncio.all_tasks()):
+            if not self._open and all(task is current for task in asyncio.all_tasks()):
                 break
             await asyncio.sleep(0.01)
-
-    def _accept(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> Coroutine[Any, Any, None]:
-        """Registers the connection before its task first runs, so that a shutdown that
-        cancels the task before it starts still closes the connection."""
-        self._writers.add(writer)
-        return self._serve(reader, writer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -405,7 +369,7 @@ class FaultProxy:
         except (ConnectionError, asyncio.IncompleteReadError, ValueError, OSError):
             pass
         finally:
-            self._writers.discard(writer)
+            self._open.discard(writer)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -468,7 +432,7 @@ class FaultProxy:
         kind = fault.kind
         if kind == "refuse":
             note(None)
-            _rst(writer)
+            reset_connection(writer)
             return False
         if kind == "status":
             note(None)
@@ -478,11 +442,11 @@ class FaultProxy:
         if kind == "reset":
             await self._forward(head, body, partial=True)
             note(None)
-            _rst(writer)
+            reset_connection(writer)
             return False
         if kind == "cut_body":
             note(await self._forward_cut(head, body[: fault.after_bytes], length))
-            _rst(writer)
+            reset_connection(writer)
             return False
         if kind == "delay":
             await asyncio.sleep(fault.seconds)
@@ -491,7 +455,7 @@ class FaultProxy:
         code, response_head, response_body = response
         note(code)
         if kind == "drop_response":
-            _rst(writer)
+            reset_connection(writer)
             return False
         if kind == "garble":
             response_head = _replace_header(response_head, b"content-type", b"text/html")
@@ -524,7 +488,7 @@ class FaultProxy:
             if partial:
                 writer.write(data[: max(len(out_head) + len(body) // 2, len(out_head) // 2)])
                 await writer.drain()
-                _rst(writer)
+                reset_connection(writer)
                 return None
             writer.write(data)
             await writer.drain()
@@ -565,15 +529,6 @@ class FaultProxy:
 
 
 # -- HTTP/1.1 framing (just what the clients and uvicorn here speak) --------------------------
-
-
-def _rst(writer: asyncio.StreamWriter) -> None:
-    """Close with a TCP reset (SO_LINGER 0), as a dropped link or a crashed peer does."""
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    writer.transport.abort()
 
 
 async def _read_head(reader: asyncio.StreamReader) -> bytes | None:

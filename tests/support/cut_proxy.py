@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-import struct
-import threading
 from dataclasses import dataclass
+
+from benchmarks.loopback_proxy import LoopbackProxy, reset_connection
 
 __all__ = ["CutProxy", "Seen"]
 
@@ -40,70 +39,25 @@ class Seen:
     cut: bool = False
 
 
-def _reset(writer: asyncio.StreamWriter) -> None:
-    sock = writer.get_extra_info("socket")
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    writer.transport.abort()
-
-
-class CutProxy:
+class CutProxy(LoopbackProxy):
     """See the module docstring."""
 
+    thread_name = "cut-proxy"
+
     def __init__(self, upstream: tuple[str, int], cuts: dict[int, int], *, silent: bool) -> None:
-        self.upstream = upstream
+        super().__init__(upstream)
         self.cuts = dict(cuts)
         self.silent = silent
         self.requests: list[Seen] = []
-        self.port = 0
         self._patches = 0
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="cut-proxy")
-        self._server: asyncio.Server | None = None
-        self._open: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> CutProxy:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-    async def _listen(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        for writer in list(self._open):
-            writer.transport.abort()
-        await asyncio.sleep(0)
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        self._open.add(writer)
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.upstream)
         except OSError:
-            _reset(writer)
+            reset_connection(writer)
             return
-        self._open.add(up_writer)
+        self._open.add(up_writer)  # a silent upstream stays open until `stop()`
         back = asyncio.ensure_future(self._copy(up_reader, writer))
         self._tasks.add(back)
         try:
@@ -113,8 +67,6 @@ class CutProxy:
             up_writer.close()
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
             up_writer.close()
-        finally:
-            self._tasks.discard(task)
         with contextlib.suppress(Exception):
             await back
 
@@ -163,7 +115,7 @@ class CutProxy:
                     seen.forwarded = cut_at
                     await upstream.drain()
                     seen.cut = True
-                    _reset(client)
+                    reset_connection(client)
                     if not self.silent:
                         upstream.close()
                     return True
