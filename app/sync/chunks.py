@@ -6,7 +6,9 @@ their own connection, so they never queue behind a chunk; a larger chunk only am
 durable answer the server gives each one), and keeps to ``busy_high`` while edits flow.
 `ChecksumAhead` hashes the file on from the end of the chunk on the wire, keeping the digest
 at every MiB and the running hash, so the next chunk's ``Upload-Checksum`` is ready whatever
-size it is given. The file is read in 1 MiB pieces: the device never holds a chunk in memory.
+size it is given; the uploader sends a next chunk no larger than what was hashed meanwhile
+(`ready_length`), so the wire never waits for a checksum. The file is read in 1 MiB pieces:
+the device never holds a chunk in memory.
 """
 
 from __future__ import annotations
@@ -140,6 +142,14 @@ class ChecksumAhead:
     def __init__(self) -> None:
         self._ready: _Hashed | None = None
 
+    def ready_length(self, path: Path, offset: int, wanted: int) -> int:
+        """The largest length up to ``wanted`` whose checksum from ``offset`` was made ahead
+        (``wanted`` itself when none was: it is made now)."""
+        ready = self._ready
+        if ready is None or (ready.path, ready.offset) != (path, offset) or wanted in ready.marks:
+            return wanted
+        return max((mark for mark in ready.marks if mark <= wanted), default=wanted)
+
     async def checksum(self, path: Path, offset: int, length: int) -> str:
         ready, self._ready = self._ready, None
         if ready is not None and (ready.path, ready.offset) == (path, offset):
@@ -150,14 +160,21 @@ class ChecksumAhead:
                 return (await asyncio.to_thread(ready.extend, length)).marks[length]
         return await asyncio.to_thread(chunk_checksum, path, offset, length)
 
-    async def sending(self, request: Awaitable[T], path: Path, offset: int, length: int) -> T:
+    async def sending(
+        self, request: Awaitable[T], path: Path, offset: int, length: int, most: int = 0
+    ) -> T:
         """Await ``request`` while [offset, offset + length) is hashed (nothing if ``length``
-        is 0). A failed request drops it: the next chunk may be another."""
+        is 0), and on up to ``most`` bytes if more. A failed request drops it: the next chunk
+        may be another."""
         if length <= 0:
             return await request
         stop = threading.Event()
         hashed = _Hashed(path, offset)
-        ahead = asyncio.ensure_future(asyncio.to_thread(hashed.extend, length, stop))
+
+        def hash_ahead() -> _Hashed:  # a digest at ``length`` too, if it is not a whole MiB
+            return hashed.extend(length, stop).extend(max(length, most), stop)
+
+        ahead = asyncio.ensure_future(asyncio.to_thread(hash_ahead))
         try:
             result = await request
         except BaseException:

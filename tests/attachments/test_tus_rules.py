@@ -180,3 +180,25 @@ async def test_the_checksum_ahead_fits_a_next_chunk_of_any_size(tmp_path: Path) 
     assert await ahead.checksum(path, MIB, MIB + 5) == chunk_checksum(path, MIB, MIB + 5)
     await ahead.sending(send(), path, MIB, 2 * MIB)
     assert await ahead.checksum(path, 0, MIB) == chunk_checksum(path, 0, MIB)
+
+
+async def test_a_next_chunk_ends_where_the_hashing_ahead_got(tmp_path: Path) -> None:
+    path = tmp_path / "survey.pdf"
+    path.write_bytes(bytes(range(256)) * (4096 * 8))  # 8 MiB
+
+    async def send() -> str:
+        return "204"
+
+    ahead = ChecksumAhead()
+    await ahead.sending(send(), path, MIB, MIB, 3 * MIB)  # this chunk's size, then up to 3x
+    assert ahead.ready_length(path, MIB, 64 * MIB) == 3 * MIB, "no further than hashed"
+    assert ahead.ready_length(path, MIB, 2 * MIB + 5) == 2 * MIB, "on the last MiB hashed"
+    assert ahead.ready_length(path, 0, 64 * MIB) == 64 * MIB, "another offset: made when sent"
+    path.write_bytes(b"\0" * 8 * MIB)  # changed after it was hashed ahead: the digest says so
+    assert await ahead.checksum(path, MIB, 3 * MIB) != chunk_checksum(path, MIB, 3 * MIB)
+    # A chunk under a MiB has its digest ahead too, at its own size.
+    quarter = 256 * 1024
+    await ahead.sending(send(), path, quarter, quarter, 3 * quarter)
+    assert ahead.ready_length(path, quarter, quarter) == quarter
+    path.write_bytes(b"\1" * 8 * MIB)
+    assert await ahead.checksum(path, quarter, quarter) != chunk_checksum(path, quarter, quarter)

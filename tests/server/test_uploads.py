@@ -10,8 +10,10 @@ import time
 from collections.abc import Callable
 
 import httpx
+import pytest
 
 from server.embedded import EmbeddedServer
+from server.uploads import receive
 from tests.support.api import ServerApi, new_id
 from tests.support.tus import (
     TUS,
@@ -288,3 +290,34 @@ def test_an_empty_file_is_complete_at_creation(api: ServerApi) -> None:
     wrong = file_metadata(record["id"], b"", sha256="0" * 64, content_type="text/plain")
     refused = create_upload(api.client, 0, wrong)
     assert (refused.status_code, refused.json()["error"]) == (460, "checksum_mismatch")
+
+
+def test_a_large_chunk_is_written_back_while_it_arrives(
+    api: ServerApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writeback starts every few bytes of a body, in order, so the fsync that ends the chunk
+    waits for its tail only; the stored file is the same."""
+    started: list[tuple[int, int]] = []
+    start_writeback = receive._start_writeback
+
+    def recorded(fd: int, start: int, length: int) -> None:
+        started.append((start, length))
+        start_writeback(fd, start, length)
+
+    monkeypatch.setattr(receive, "_WRITEBACK_BYTES", 64 * 1024)
+    monkeypatch.setattr(receive, "_start_writeback", recorded)
+    record = api.create()
+    location = create_upload(api.client, len(PHOTO), file_metadata(record["id"], PHOTO)).headers[
+        "Location"
+    ]
+    assert patch(api.client, location, 0, PHOTO[:1000]).status_code == 204
+    assert started == [], "a body smaller than the step: its fsync alone"
+    answer = patch(api.client, location, 1000, PHOTO[1000:], **{
+        "Upload-Checksum": chunk_checksum(PHOTO[1000:])})  # fmt: skip
+    assert answer.status_code == 204
+    assert started[0][0] == 1000, "from where the chunk began"
+    assert all(length >= 64 * 1024 for _, length in started)
+    assert all(a + n == b for (a, n), (b, _) in zip(started, started[1:], strict=False)), started
+    assert len(PHOTO) - (started[-1][0] + started[-1][1]) < 64 * 1024, "all but the tail"
+    attachment = api.client.get(f"/v1/records/{record['id']}").json()["record"]["attachments"][0]
+    assert api.client.get(f"/v1/attachments/{attachment['id']}").content == PHOTO
