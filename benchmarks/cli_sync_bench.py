@@ -9,8 +9,9 @@ off), times:
 
 - the reference: the server's own batch ingest of the very same mutations (read from the
   device's queue: the same fields, under new ids and keys, as another person's) posted
-  straight to `POST /v1/mutations/batch` in 100-item batches from one kept-alive
-  httpx.AsyncClient, 2 in flight as the engine keeps;
+  straight to `POST /v1/mutations/batch` in batches of the engine's first size from one
+  kept-alive httpx.AsyncClient, as many in flight as the engine keeps
+  (`drain_setup.reference_ingest`, which `sync_bench.py` uses too);
 - the command as a new user runs it: `fieldsync --data-dir D --server URL sync --until-idle`
   with `FIELDSYNC_TOKEN`, timed from process start to exit, defaults untouched (the
   device's own request rate limit included). The run then checks every job done, every record
@@ -46,6 +47,14 @@ from typing import Any
 import httpx
 from bench_server import ServerProcess, temp_dir
 from cpu_probe import CpuWindow, tree
+from drain_setup import (
+    BATCH,
+    IN_FLIGHT,
+    expect_on_server,
+    offline_creates,
+    offline_device,
+    reference_ingest,
+)
 from results_file import SMOKE_HELP, RunWindow, add_json_option, run_mode, write_results
 
 from app.store.store import Store
@@ -53,10 +62,13 @@ from app.sync.engine import SyncConfig, SyncEngine
 
 #: The code these figures depend on: report.py --check fails once it changes after the
 #: commit a results file measured (benchmarks/staleness.py).
-MEASURES = ("benchmarks/cli_sync_bench.py", "benchmarks/bench_server.py", "app/", "server/")
-FIELDS = {"title": "Replace pump seal", "site": "Depot 4, bay 2", "notes": "Leaks at 3 bar."}
-BATCH = 100
-IN_FLIGHT = SyncConfig(server_url="unused").delivery_pipeline
+MEASURES = (
+    "benchmarks/cli_sync_bench.py",
+    "benchmarks/bench_server.py",
+    "benchmarks/drain_setup.py",
+    "app/",
+    "server/",
+)
 RATIO_TARGET = 0.70
 FEED_BYTES_TARGET = 0.05
 LIMIT_S = 900.0
@@ -84,8 +96,8 @@ def _offline_creates(data_dir: Path, edits: int) -> None:
     """N creates imported with the user's own command, as a day offline leaves them."""
     lines = data_dir.parent / "import.jsonl"
     with lines.open("w") as out:
-        for index in range(edits):
-            out.write(json.dumps({**FIELDS, "title": f"Work order {index}"}) + "\n")
+        for fields in offline_creates(edits):
+            out.write(json.dumps(fields) + "\n")
     command = [*_cli(), "--data-dir", str(data_dir), "import", str(lines)]
     subprocess.run(command, check=True, capture_output=True, timeout=LIMIT_S)
 
@@ -105,41 +117,6 @@ def _queued(data_dir: Path) -> list[dict[str, Any]]:
                           "op": body["op"], "base_version": base_version,
                           "fields": body["fields"]})  # fmt: skip
     return mutations
-
-
-async def _ingest(base_url: str, token: str, mutations: list[dict[str, Any]]) -> float:
-    """Seconds to post every batch, IN_FLIGHT at a time, on kept-alive connections."""
-    batches = iter(
-        [{"mutations": mutations[i : i + BATCH]} for i in range(0, len(mutations), BATCH)]
-    )
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60.0) as client:
-        await client.get("/healthz")
-
-        async def post_batches() -> None:
-            for body in batches:  # shared: each poster takes the next batch not yet sent
-                reply = await client.post("/v1/mutations/batch", json=body)
-                reply.raise_for_status()
-                statuses = {item["status"] for item in reply.json()["results"]}
-                if statuses != {201}:
-                    raise RuntimeError(f"reference batch answered {statuses}")
-
-        started = time.perf_counter()
-        async with asyncio.TaskGroup() as posters:
-            for _ in range(IN_FLIGHT):
-                posters.create_task(post_batches())
-        return time.perf_counter() - started
-
-
-def _server_count(base_url: str, token: str) -> int:
-    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}) as client:
-        since, count = "0", 0
-        while True:
-            page = client.get("/v1/changes", params={"since": since, "limit": 1000}).json()
-            count += len(page["changes"])
-            since = page["next"]
-            if not page["has_more"]:
-                return count
 
 
 def _check_device(data_dir: Path, edits: int) -> None:
@@ -174,7 +151,7 @@ def one_run(edits: int, *, count: bool, reference_first: bool) -> dict[str, Any]
 
             def ingest() -> tuple[float, dict[str, float]]:
                 window.start()
-                elapsed = asyncio.run(_ingest(server.base_url, reference, mutations))
+                elapsed = asyncio.run(reference_ingest(server.base_url, reference, mutations))
                 return elapsed, window.stop()
 
             # The second of the two meets a table that already holds N rows: the runs take
@@ -192,13 +169,10 @@ def one_run(edits: int, *, count: bool, reference_first: bool) -> dict[str, Any]
             device_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
             if not reference_first:
                 ingest_s, ingest_cpu = ingest()
-            if _server_count(server.base_url, reference) != edits:
-                raise RuntimeError("the reference lost records")
+            expect_on_server(server.base_url, reference, edits, "the reference ingest")
             if done.returncode != 0:
                 raise RuntimeError(f"fieldsync sync failed: {done.stderr[-2000:]}")
-            if _server_count(server.base_url, reader) != edits:
-                found = _server_count(server.base_url, reader)
-                raise RuntimeError(f"the server holds {found} of {edits} records after the command")
+            expect_on_server(server.base_url, reader, edits, "the command")
             _check_device(data_dir, edits)
             result: dict[str, Any] = {
                 "ingest_s": ingest_s,
@@ -253,9 +227,7 @@ def count_bytes(
     data_dir: Path, base_url: str, token: str, edits: int, install: bool
 ) -> dict[str, int]:
     """One drain in process, as the command's engine makes it, with its bytes counted."""
-    store = Store(data_dir)
-    try:
-        store.import_records([{**FIELDS, "title": f"Work order {index}"} for index in range(edits)])
+    with offline_device(data_dir, edits) as store:
         transport = CountingTransport()
         engine = SyncEngine(
             store, SyncConfig(server_url=base_url), token=lambda: token, transport=transport
@@ -265,8 +237,6 @@ def count_bytes(
         if not asyncio.run(engine.run_until_idle(LIMIT_S)):
             raise RuntimeError(f"the counted drain did not end idle: {engine.last_error}")
         engine.executor.shutdown()
-    finally:
-        store.close()
     return transport.counts
 
 

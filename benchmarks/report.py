@@ -246,7 +246,8 @@ def render_sync(runs: dict[str, Run]) -> str:
     targets = run["metadata.targets"]
     rows = [
         (
-            f"{run['metadata.edits_per_drain.batch']:,} offline edits drained, batches of 100",
+            f"{run['metadata.edits_per_drain.batch']:,} offline edits drained, "
+            f"{run['metadata.drain_batches.batch']}",
             f"{rate(kept['batch'])}/s",
             f"{rate(fresh['batch'])}/s",
             f"{rate(ingest)}/s: {percent(kept['batch'], ingest)}",

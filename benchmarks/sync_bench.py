@@ -8,16 +8,17 @@ on a free loopback port) so device and server never share a GIL.
     .venv/bin/python benchmarks/sync_bench.py --json     # benchmarks/results/sync_bench.json
 
 - drain: N offline creates (``Store.import_records``) drained by ``SyncEngine.run_until_idle``
-  with batch_size=100 ("batch") and batch_size=1 ("single"), on the engine's kept-alive
+  with the engine's own batches ("batch": ``SyncConfig.batch_size``, growing to
+  ``batch_max_size`` while they come back full) and batch_size=1 ("single"), on the kept-alive
   connections and, as the reference, with a fresh connection per request (a transport without
   a keep-alive pool). The rate is N / time until every job is ``done`` (the last job's
   ``finished_at`` in the device's queue; a dead or conflicted job fails the run), and the
   server is then checked to hold all N records. The total (including the reconcile the engine
   does right after the flush) is printed beside it.
 - server batch ingest (the reference): the same N creates posted straight to
-  ``POST /v1/mutations/batch`` in 100-item batches from one kept-alive httpx.AsyncClient,
-  keeping as many batches in flight as the engine does (``SyncConfig.delivery_pipeline``), no
-  device queue.
+  ``POST /v1/mutations/batch`` in batches of the engine's first size from one kept-alive
+  httpx.AsyncClient, keeping as many batches in flight as the engine does
+  (``SyncConfig.delivery_pipeline``), no device queue (``drain_setup.reference_ingest``).
 - reconcile: the reference client's N records (made by another device of the same person, so
   in the fresh device's scope) are pulled by a fresh device's engine (``/v1/changes`` pages
   applied to its cache), timed from the pull's start to its end.
@@ -42,7 +43,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,12 +51,21 @@ from typing import Any
 import httpx
 from bench_device import UNLIMITED_RATE, engine_config, timed_sync
 from bench_server import ServerProcess, free_port, temp_dir
+from drain_setup import (
+    BATCH,
+    IN_FLIGHT,
+    drain_batches,
+    expect_on_server,
+    offline_creates,
+    offline_device,
+    reference_ingest,
+)
 from results_file import SMOKE_HELP, add_json_option, run_mode, write_results
 
 from app.events import ConnectivityChanged, EventBus
 from app.records import validate_create
 from app.store.store import Store
-from app.sync.engine import SyncConfig, SyncEngine
+from app.sync.engine import SyncEngine
 
 #: The code these figures depend on: report.py --check fails once it changes after the
 #: commit a results file measured (benchmarks/staleness.py).
@@ -63,17 +73,14 @@ MEASURES = (
     "benchmarks/sync_bench.py",
     "benchmarks/bench_device.py",
     "benchmarks/bench_server.py",
+    "benchmarks/drain_setup.py",
     "app/",
     "server/",
 )
-FIELDS = {"title": "Replace pump seal", "site": "Depot 4, bay 2", "notes": "Leaks at 3 bar."}
-BATCH = 100
 #: The person whose two devices the reconcile uses (the reference writes, the reader pulls).
 PERSON = "bench-person"
 DRAIN_TARGET = 0.70
 DRAIN_LIMIT_S = 1800.0
-#: Batches the engine keeps on the wire; the ingest reference keeps as many.
-IN_FLIGHT = SyncConfig(server_url="unused").delivery_pipeline
 CONNECTIONS = ("kept_alive", "fresh_connection")
 IDLE_TARGET_PERCENT = 1.0  # "≈ 0": under 1 % of one core
 
@@ -117,33 +124,6 @@ SMOKE = Plan(
 PLANS = {"full": FULL, "quick": QUICK, "smoke": SMOKE}
 
 
-# -- the server process ---------------------------------------------------------------------
-
-
-def records(count: int) -> Iterator[dict[str, Any]]:
-    for index in range(count):
-        yield {**FIELDS, "title": f"Work order {index}"}
-
-
-def server_count(base_url: str, token: str) -> int:
-    """Records on the server, by paging the changes feed (a check, not timed)."""
-    total, since = 0, None
-    with httpx.Client(base_url=base_url, timeout=30.0) as client:
-        while True:
-            params: dict[str, Any] = {"limit": 1000}
-            if since is not None:
-                params["since"] = since
-            reply = client.get(
-                "/v1/changes", params=params, headers={"Authorization": f"Bearer {token}"}
-            )
-            reply.raise_for_status()
-            body = reply.json()
-            total += len(body["changes"])
-            since = body["next"]
-            if not body["has_more"]:
-                return total
-
-
 # -- measurements ---------------------------------------------------------------------------
 
 
@@ -167,22 +147,14 @@ def _transport(connection: str) -> httpx.AsyncBaseTransport | None:
 
 def measure_drain(edits: int, batch_size: int, connection: str) -> DrainResult:
     with temp_dir() as root:
-        (root / "device").mkdir()
         (root / "server").mkdir()
         server = ServerProcess(root / "server")
         token = server.add_device("bench-device")
-        store = Store(root / "device")
-        try:
-            store.import_records(records(edits))
-            with server:
-                result = asyncio.run(
-                    _drain(store, server.base_url, token, batch_size, edits, connection)
-                )
-                on_server = server_count(server.base_url, token)
-        finally:
-            store.close()
-        if on_server != edits:
-            raise RuntimeError(f"server holds {on_server} records, expected {edits}")
+        with offline_device(root / "device", edits) as store, server:
+            result = asyncio.run(
+                _drain(store, server.base_url, token, batch_size, edits, connection)
+            )
+            expect_on_server(server.base_url, token, edits, "the drain")
         return result
 
 
@@ -212,36 +184,28 @@ async def _drain(
 
 
 def measure_ingest_then_reconcile(edits: int) -> tuple[float, ReconcileResult]:
-    """Edits/s through POST /v1/mutations/batch straight from httpx, 100 per request and
+    """Edits/s through POST /v1/mutations/batch straight from httpx, BATCH per request and
     IN_FLIGHT requests at once; then a fresh device reconciles: the reference client was the
     other device that made the changes.
     """
-    fields = validate_create(FIELDS)
-    batches = []
-    for start in range(0, edits, BATCH):
-        batches.append(
-            {
-                "mutations": [
-                    {
-                        "idempotency_key": str(uuid.uuid4()),
-                        "entity_id": str(uuid.uuid4()),
-                        "op": "create",
-                        "base_version": None,
-                        "fields": {**fields, "title": f"Work order {index}"},
-                    }
-                    for index in range(start, min(start + BATCH, edits))
-                ]
-            }
-        )
+    mutations = [
+        {
+            "idempotency_key": str(uuid.uuid4()),
+            "entity_id": str(uuid.uuid4()),
+            "op": "create",
+            "base_version": None,
+            "fields": validate_create(fields),
+        }
+        for fields in offline_creates(edits)
+    ]
     with temp_dir() as root:
         server = ServerProcess(root)
         # A worker's feed carries only its scope: the reader is the reference's person's phone.
         token = server.add_device("bench-reference", user=PERSON)
         reader = server.add_device("bench-reader", user=PERSON)
         with server:
-            elapsed = asyncio.run(_ingest(server.base_url, token, batches))
-            if server_count(server.base_url, token) != edits:
-                raise RuntimeError("reference run lost records")
+            elapsed = asyncio.run(reference_ingest(server.base_url, token, mutations))
+            expect_on_server(server.base_url, token, edits, "the reference ingest")
             (root / "device").mkdir()
             store = Store(root / "device")
             try:
@@ -252,32 +216,6 @@ def measure_ingest_then_reconcile(edits: int) -> tuple[float, ReconcileResult]:
         if cached != edits:
             raise RuntimeError(f"device cache holds {cached} records, expected {edits}")
     return edits / elapsed, reconcile
-
-
-async def _ingest(base_url: str, token: str, batches: list[dict[str, Any]]) -> float:
-    """Seconds to post every batch, IN_FLIGHT at a time, on kept-alive connections."""
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60.0) as client:
-        await client.get("/healthz")  # open the first connection, as the engine's probe does
-        waiting = iter(batches)
-
-        async def post_batches() -> None:
-            for body in waiting:  # shared: each poster takes the next batch not yet sent
-                reply = await client.post(
-                    "/v1/mutations/batch",
-                    json=body,
-                    headers={"X-Correlation-ID": str(uuid.uuid4())},
-                )
-                reply.raise_for_status()
-                statuses = {item["status"] for item in reply.json()["results"]}
-                if statuses != {201}:
-                    raise RuntimeError(f"reference batch answered {statuses}")
-
-        started = time.perf_counter()
-        async with asyncio.TaskGroup() as posters:
-            for _ in range(IN_FLIGHT):
-                posters.create_task(post_batches())
-        return time.perf_counter() - started
 
 
 @dataclass(frozen=True)
@@ -339,7 +277,7 @@ def idle_child(root: Path, seconds: float, pending: int, port: int) -> None:
         return usage.ru_utime + usage.ru_stime
 
     store = Store(root)
-    store.import_records(records(pending))
+    store.import_records(offline_creates(pending))
     # Nothing listens on this port: every connect is refused at once (offline, not slow).
     base_url = f"http://127.0.0.1:{port}"
 
@@ -493,6 +431,10 @@ def run(plan: Plan, scale: str, say: Callable[[str], None]) -> dict[str, Any]:
             "server_flags": "--log-level warning --rate-limit-per-second 0",
             "device_request_rate": UNLIMITED_RATE,
             "batch_size": {"batch": BATCH, "single": 1},
+            "drain_batches": {
+                mode: drain_batches(engine_config("unused", batch_size=size))
+                for mode, size in (("batch", BATCH), ("single", 1))
+            },
             "drain_total_s_median": per_mode(lambda rs: median([r.total_s for r in rs]), 3),
             "drain_s_median": per_mode(lambda rs: median([r.drain_s for r in rs]), 3),
             "reconcile_engine_total_s_median": round(median([r.total_s for r in reconciles]), 3),
@@ -546,27 +488,28 @@ def print_table(
     print(header)
     print("-" * len(header))
     print(
-        f"{f'server batch ingest (100/req, {IN_FLIGHT} in flight)':<44} {ingest_rate:>10,.0f}/s "
-        f"{spread(ingest, ',.0f'):>20} {'1.00':>10}"
+        f"{f'server batch ingest ({BATCH}/req, {IN_FLIGHT} in flight)':<44} "
+        f"{ingest_rate:>10,.0f}/s {spread(ingest, ',.0f'):>20} {'1.00':>10}"
     )
     for mode in ("batch", "single"):
+        print(f"drain {mode}: {meta['drain_batches'][mode]}")
         for connection in CONNECTIONS:
             rates = [r.rate for r in drains[connection][mode]]
             rate = median(rates)
-            label = f"drain {mode} (size {BATCH if mode == 'batch' else 1}), {connection}"
+            label = f"  {connection}"
             print(
                 f"{label:<44} {rate:>10,.0f}/s {spread(rates, ',.0f'):>20} "
                 f"{rate / ingest_rate:>10.2f}"
             )
             times = [r.drain_s for r in drains[connection][mode]]
             totals = [r.total_s for r in drains[connection][mode]]
-            print(f"{'  time to drain':<44} {median(times):>11.2f}s {spread(times, '.2f'):>20}")
+            print(f"{'    time to drain':<44} {median(times):>11.2f}s {spread(times, '.2f'):>20}")
             print(
-                f"{'  run_until_idle incl. pull-back':<44} {median(totals):>11.2f}s "
+                f"{'    run_until_idle incl. pull-back':<44} {median(totals):>11.2f}s "
                 f"{spread(totals, '.2f'):>20}"
             )
         ratio = results["drain_kept_alive_vs_fresh"][mode]
-        print(f"{f'  drain {mode}: kept-alive / fresh connection':<44} {ratio:>11.2f}x")
+        print(f"{'  kept-alive / fresh connection':<44} {ratio:>11.2f}x")
     pulls = [r.pull_s for r in reconciles]
     print(
         f"{f'reconcile {plan.edits:,} changes (pull)':<44} "

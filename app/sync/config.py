@@ -46,3 +46,9 @@ class SyncConfig:
     upload_chunk_target_s: float = 8.0
     transport: TransportConfig = field(default_factory=TransportConfig)
     connectivity: ConnectivityConfig = field(default_factory=ConnectivityConfig)
+
+    @property
+    def largest_batch(self) -> int:
+        """The most mutations a flush's batch grows to (`batch_max_size`, unless one by one)."""
+        size = self.batch_size
+        return max(self.batch_max_size, size) if size > 1 else size

@@ -156,7 +156,7 @@ class DeliveryPipeline(EnginePart):
         failed = False
         claimed = 0
         size = config.batch_size
-        largest = max(config.batch_max_size, size) if size > 1 else size
+        largest = config.largest_batch
 
         def launch() -> None:
             nonlocal on_the_wire
