@@ -97,14 +97,15 @@ def _solve(
         if sub.name is not None:
             values[sub.name] = solved
     for params, source in (
-        (dependant.path_params, request.path_params),
-        (dependant.query_params, request.query_params),
-        (dependant.header_params, request.headers),
-        (dependant.cookie_params, request.cookies),
+        (dependant.path_params, "path_params"),
+        (dependant.query_params, "query_params"),
+        (dependant.header_params, "headers"),
+        (dependant.cookie_params, "cookies"),
     ):
-        found, problems = request_params_to_args(params, source)
-        values.update(found)
-        errors += problems
+        if params:  # the request's cookies (say) are parsed only for a route that reads them
+            found, problems = request_params_to_args(params, getattr(request, source))
+            values.update(found)
+            errors += problems
     if dependant.body_params:
         found, problems = _finish(
             request_body_to_args(
