@@ -76,6 +76,18 @@ def _unsupported(dependant: Dependant) -> list[str]:
     return problems
 
 
+def _optional_text(field: Any) -> bool:
+    """A header parameter declared `str | None = None` under an alias of its own: its value
+    is the header's first value, or None (FastAPI's validation cannot refuse either)."""
+    info = field.field_info
+    return (
+        info.annotation == (str | None)
+        and info.alias is not None
+        and field.default is None
+        and not info.is_required()
+    )
+
+
 def _solve(
     request: Request, dependant: Dependant, body: Any, cache: dict[Any, Any]
 ) -> tuple[dict[str, Any], list[Any]]:
@@ -96,10 +108,16 @@ def _solve(
             cache.setdefault(key, solved)
         if sub.name is not None:
             values[sub.name] = solved
+    headers = []
+    for field in dependant.header_params:
+        if _optional_text(field):  # what FastAPI's validation would hand over, unchanged
+            values[field.name] = request.headers.get(field.alias, field.default)
+        else:
+            headers.append(field)
     for params, source in (
         (dependant.path_params, "path_params"),
         (dependant.query_params, "query_params"),
-        (dependant.header_params, "headers"),
+        (headers, "headers"),
         (dependant.cookie_params, "cookies"),
     ):
         if params:  # the request's cookies (say) are parsed only for a route that reads them

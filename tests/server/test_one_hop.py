@@ -57,8 +57,8 @@ def _key() -> dict[str, str]:
     return {"Idempotency-Key": new_id()}
 
 
-def _cases(token: str) -> list[tuple[str, str, dict[str, str], bytes]]:
-    """(label, path, headers, body): each sent alike to both apps."""
+def _cases(token: str) -> list[tuple[str, str, Any, bytes]]:
+    """(label, path, headers (a dict, or pairs to repeat one), body): sent alike to both."""
     auth = {"Authorization": f"Bearer {token}"}
     bad = {"Authorization": "Bearer fst_not-a-token"}
     good = b'{"entity_id": "x", "op": "create", "base_version": null, "fields": {}}'
@@ -81,6 +81,24 @@ def _cases(token: str) -> list[tuple[str, str, dict[str, str], bytes]]:
         ("text/plain", SINGLE, {"Content-Type": "text/plain", **auth, **_key()}, good),
         ("no content type", SINGLE, {**auth, **_key()}, good),
         ("+json content type", SINGLE, {"Content-Type": "application/x+json", **auth}, good),
+        (
+            "odd install id",
+            SINGLE,
+            {**JSON, **auth, **_key(), "Fieldsync-Install": "not an id"},
+            good,
+        ),
+        (
+            "empty install id",
+            BATCH,
+            {**JSON, **auth, "Fieldsync-Install": ""},
+            b'{"mutations": []}',
+        ),
+        (
+            "two keys",
+            SINGLE,
+            [*JSON.items(), *auth.items(), *_key().items(), *_key().items()],
+            good,
+        ),
         ("batch, bad token, invalid", BATCH, {**JSON, **bad}, b'{"mutations": 3}'),
         ("batch, invalid", BATCH, {**JSON, **auth}, b'{"mutations": 3}'),
         ("batch, no mutations", BATCH, {**JSON, **auth}, b'{"items": []}'),
