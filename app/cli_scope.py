@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli import SignInNeeded, UsageError, bounded_int, command, open_store, print_json
 from app.cli_sync import server_url, token_for
@@ -18,8 +18,12 @@ from app.executor import StoreExecutor
 from app.store.scope import read_identity
 from app.store.store import Store
 from app.sync.errors import AuthError
-from app.sync.scope import NeedsConnection, SearchPage, search, set_pin
-from app.sync.transport import ServerClient
+
+# What talks to the server (httpx) is imported by the commands that do: building the parsers
+# of every `fieldsync` command must not load it (app/cli_sync.py says why).
+if TYPE_CHECKING:
+    from app.sync.scope import SearchPage
+    from app.sync.transport import ServerClient
 
 __all__ = ["add_parsers"]
 
@@ -27,6 +31,8 @@ SEARCH_LIMIT_MAX = 500
 
 
 def _client(args: argparse.Namespace, store: Store) -> ServerClient:
+    from app.sync.transport import ServerClient
+
     url = server_url(args, store)
     token = token_for(url)
     return ServerClient(url, lambda: token)
@@ -47,6 +53,8 @@ async def _with_client(args: argparse.Namespace, store: Store, work: Any) -> Any
 
 
 def _pin(args: argparse.Namespace, pinned: bool) -> int:
+    from app.sync.scope import set_pin
+
     with open_store(args) as store:
 
         async def work(executor: StoreExecutor, client: ServerClient) -> str:
@@ -80,6 +88,8 @@ def cmd_unpin(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     if not args.query.strip():
         raise UsageError("search needs some text to look for")
+    from app.sync.scope import NeedsConnection, search
+
     with open_store(args) as store:
 
         async def work(executor: StoreExecutor, client: ServerClient) -> SearchPage:

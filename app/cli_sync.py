@@ -11,7 +11,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.cli import (
     JOB_ID,
@@ -25,9 +25,6 @@ from app.cli import (
     print_json,
 )
 from app.credentials import get_token, normalize_server_url, redact, store_token
-from app.desktop.launch import worker_notifier
-from app.desktop.network import NetworkWatch
-from app.desktop.sleep import SleepGuard
 from app.events import AuthRequired
 from app.store.deadletters import get_dead, list_dead
 from app.store.errors import WorkerLockHeldError
@@ -35,10 +32,14 @@ from app.store.lock import WorkerLock
 from app.store.settings import read_setting, write_setting
 from app.store.store import Store
 from app.sync.conflicts import Conflicts
-from app.sync.engine import SyncConfig, SyncEngine
 from app.sync.errors import SyncError
-from app.sync.sync_now import SyncProblem, SyncReport, report_in_words
-from app.sync.transport import ServerClient
+
+# The engine, its transport (httpx) and the desktop's D-Bus parts are imported by the commands
+# that use them: every `fieldsync` command builds this module's parsers, and a command on the
+# local store (`fieldsync list`, `create`) would pay a fifth of a second of CPU for them.
+if TYPE_CHECKING:
+    from app.sync.engine import SyncEngine
+    from app.sync.sync_now import SyncReport
 
 __all__ = ["add_parsers"]
 
@@ -64,6 +65,8 @@ def token_for(url: str) -> str:
 
 
 def make_engine(args: argparse.Namespace, store: Store) -> SyncEngine:
+    from app.sync.engine import SyncConfig, SyncEngine
+
     url = server_url(args, store)
     token = token_for(url)
     config = SyncConfig(server_url=url, batch_size=args.batch_size)
@@ -96,6 +99,8 @@ def cmd_login(args: argparse.Namespace) -> int:
 
 
 async def _check_token(url: str, token: str) -> bool | None:
+    from app.sync.transport import ServerClient
+
     client = ServerClient(url, lambda: token)
     try:
         reply = await client.changes(None, 1)
@@ -142,6 +147,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 
 def _sync_now(engine: SyncEngine, limit_s: float) -> int:
+    from app.sync.sync_now import SyncProblem, report_in_words
+
     try:
         report = asyncio.run(_one_pass(engine, limit_s))
     except WorkerLockHeldError as exc:
@@ -197,6 +204,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 async def _run_worker(engine: SyncEngine, data_dir: Path) -> str | None:
     """Deliver until SIGTERM/SIGINT (None) or until the server refuses the token (why)."""
+    from app.desktop.launch import worker_notifier
+    from app.desktop.network import NetworkWatch
+    from app.desktop.sleep import SleepGuard
+
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     refused: list[str] = []
@@ -336,6 +347,8 @@ def _choice(args: argparse.Namespace) -> Any:
 
 
 async def _review(args: argparse.Namespace, store: Store) -> int:
+    from app.sync.transport import ServerClient
+
     url = server_url(args, store)
     token = token_for(url)
     client = ServerClient(url, lambda: token)

@@ -31,12 +31,11 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-import keyring
-import keyring.errors
-from keyring.backend import KeyringBackend
-from keyring.backends import chainer, fail, null
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
 
 __all__ = [
     "KEYRING_SERVICE",
@@ -191,6 +190,10 @@ def usable_backend(backend: KeyringBackend | None = None) -> KeyringBackend:
     highest-priority member, the one it writes to, so a token never comes back from a
     lower-ranked plaintext file that happens to sit further down the chain.
     """
+    # keyring (0.1 s of CPU to import) only once a token is asked for: `fieldsync list` and
+    # the other commands on the local store never load it.
+    from keyring.backends import chainer, fail, null
+
     if backend is None:
         backend = _backend_for_tests if _backend_for_tests is not None else _detected_backend()
     if isinstance(backend, chainer.ChainerBackend):
@@ -218,6 +221,8 @@ def usable_backend(backend: KeyringBackend | None = None) -> KeyringBackend:
 
 
 def _detected_backend() -> KeyringBackend:
+    import keyring
+
     try:
         return keyring.get_keyring()
     except Exception as exc:
@@ -237,6 +242,8 @@ def _keyring_failure(
     backend: KeyringBackend, action: str, exc: Exception, token: str | None = None
 ) -> CredentialsError:
     """Translate a backend failure, at the one place keyring errors cross into Fieldsync."""
+    import keyring.errors
+
     name = _backend_name(backend)
     if isinstance(exc, keyring.errors.KeyringLocked):
         return KeyringLockedError(name)
@@ -250,6 +257,8 @@ def _keyring_failure(
 
 def _is_keyring_failure(exc: Exception) -> bool:
     """Errors of the keyring stack (keyring, secretstorage, jeepney, D-Bus sockets)."""
+    import keyring.errors
+
     if isinstance(exc, keyring.errors.KeyringError | OSError):
         return True
     module = type(exc).__module__

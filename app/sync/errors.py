@@ -45,10 +45,12 @@ decision by `classify_decision`, a pin's by `classify_pin`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from app.states import Reason, ReplyKind
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "AuthError",
@@ -272,6 +274,10 @@ def parse_retry_after(value: str | None) -> float | None:
 
 def from_httpx(exc: httpx.HTTPError) -> TransientError:
     """Translate an httpx transport error. The URL is kept, headers (the token) never."""
+    # Here, not at the top: the commands on the local store (`fieldsync list`) never load
+    # httpx (0.1 s of CPU), the transport that raises these has.
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         return TimeoutError_(f"timed out ({type(exc).__name__})")
     if isinstance(exc, httpx.RemoteProtocolError):
