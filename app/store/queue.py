@@ -316,10 +316,10 @@ class JobQueue(QueueSweeps, QueueHolds):
         return JobStatus.PENDING
 
     def refused(self, job: ClaimedJob, outcome: Outcome, retry_after: float) -> bool:
-        """A saturated server refused the job unseen and said when to come back: pending
-        again exactly then (at most the backoff's cap), the claim not counted as an attempt,
-        so a storm neither stretches the backoff nor gives an edit up. False if the lease
-        was lost meanwhile."""
+        """The server declined the job unseen, for its load (`app.sync.errors.declined`),
+        and said when to come back: pending again exactly then (at most the backoff's cap),
+        the claim not counted as an attempt, so a storm neither stretches the backoff nor
+        gives an edit up. False if the lease was lost meanwhile."""
         now = self.clock()
         delay = min(max(retry_after, 0.0), self.config.backoff.cap)
         with WriteTransaction(self.db, self.path) as conn:

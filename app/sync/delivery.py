@@ -26,8 +26,8 @@ from app.sync.errors import (
     TransientError,
     classify_failure,
     classify_reply,
+    declined,
     retry_reason,
-    saturated,
 )
 from app.sync.merge import conflict_hold, intent_applied, three_way, unknown_base
 from app.sync.transport import Reply
@@ -169,7 +169,7 @@ def apply_replies(
                 queue.release([job])
                 report.auth_failed = True
             elif verdict.kind is ReplyKind.TRANSIENT:
-                if saturated(reply.status, reply.error) and reply.retry_after is not None:
+                if declined(reply.status) and reply.retry_after is not None:
                     queue.refused(job, outcome, reply.retry_after)  # exactly as asked
                 else:
                     queue.retry(job, outcome, retry_after=reply.retry_after)

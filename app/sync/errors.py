@@ -26,10 +26,11 @@ decision by `classify_decision`, a pin's by `classify_pin`.
     outcome                                class         job becomes
     =====================================  ============  ===============================
     connect error, DNS, reset, timeout     transient     pending + backoff; offline probe
-    502, 503, 504                          transient     pending + backoff (Retry-After)
-    429 server_busy                        transient     pending exactly at Retry-After,
+    429 server_busy + Retry-After          transient     pending exactly at Retry-After,
                                                          not an attempt; all requests wait
-    429                                    transient     pending + Retry-After
+    429 (rate_limited), 503 + Retry-After  transient     pending exactly at Retry-After,
+                                                         not an attempt
+    502, 504; 429, 503 without one         transient     pending + backoff
     409 idempotency_key_in_use             transient     pending + Retry-After
     malformed / non-JSON reply             transient     pending; dead after the limit
     200/201 (replayed or not)              success       done (replay counted)
@@ -70,6 +71,7 @@ __all__ = [
     "classify_pin",
     "classify_reply",
     "classify_status",
+    "declined",
     "from_httpx",
     "parse_retry_after",
     "read_error",
@@ -217,6 +219,14 @@ def read_error(
     if status != 200:
         return MalformedReplyError(f"{what}: unexpected reply {status} {raw_error or ''}")
     return None
+
+
+def declined(status: int) -> bool:
+    """Whether an answer declines the request unseen, for the server's load: 429 (the
+    device's rate limit, or the process's admission control) or 503 (a process or a
+    middlebox shedding load). With a `Retry-After` the job waits exactly that, and the answer
+    is not one of its attempts: it says nothing of the edit, so a storm gives none up."""
+    return status in (429, 503)
 
 
 def saturated(status: int, error: str | None) -> bool:
