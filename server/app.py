@@ -131,7 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     admission = admission_for(settings)
     if admission is not None:  # inside the correlation middleware: refusals are logged too
-        app.add_middleware(AdmissionMiddleware, admission=admission)
+        app.add_middleware(AdmissionMiddleware, admission=admission, metrics=context.metrics)
     app.add_middleware(CorrelationMiddleware, settings=settings)
     app.include_router(mutations.router)
     app.include_router(changes.router)

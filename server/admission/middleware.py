@@ -16,6 +16,7 @@ import time
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.admission.limit import Admission, RetryAdvice
+from server.metrics import Metrics
 from server.settings import Settings
 
 __all__ = ["AdmissionMiddleware", "admission_for"]
@@ -42,11 +43,13 @@ def admission_for(settings: Settings) -> Admission | None:
 
 
 class AdmissionMiddleware:
-    """Runs a device request once `Admission` lets it, else answers 429 at once."""
+    """Runs a device request once `Admission` lets it, else answers 429 at once (and counts
+    it in `metrics`: `fieldsync_admission_refusals_total`)."""
 
-    def __init__(self, app: ASGIApp, admission: Admission) -> None:
+    def __init__(self, app: ASGIApp, admission: Admission, metrics: Metrics) -> None:
         self.app = app
         self.admission = admission
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -59,6 +62,7 @@ class AdmissionMiddleware:
             return
         wait = await self.admission.enter()
         if wait is not None:
+            self.metrics.inc("fieldsync_admission_refusals_total")
             await _refuse(send, wait)
             return
         started = time.monotonic()

@@ -167,6 +167,12 @@ def test_a_request_over_the_limit_is_answered_429_at_once_and_health_still_answe
             assert refused.json() == {"error": "server_busy"}
             assert refused.headers["Retry-After"] == "1"
             assert (await client.get("/healthz")).status_code == 200
+            # Every refusal is counted, and an admin reads the count while the slot is held.
+            office = {"Authorization": f"Bearer {server.add_device('office', 'admin')}"}
+            metrics = (await client.get("/metrics", headers=office)).text
+            count = admission_of(server).refused
+            assert count >= 1
+            assert f"\nfieldsync_admission_refusals_total {count}\n" in metrics
             assert not create.done()
             held.release()
             created = await create

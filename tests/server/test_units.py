@@ -95,3 +95,14 @@ def test_metrics_render_prometheus_text() -> None:
     text = metrics.render()
     assert "# TYPE fieldsync_mutations_applied_total counter" in text
     assert 'fieldsync_mutations_applied_total{device="pho\\"ne"} 1' in text
+
+
+def test_a_counter_of_the_process_has_no_device_label_and_starts_at_zero() -> None:
+    metrics = Metrics()
+    assert "\nfieldsync_admission_refusals_total 0\n" in metrics.render()
+    metrics.inc("fieldsync_admission_refusals_total")
+    metrics.inc("fieldsync_admission_refusals_total")
+    text = metrics.render()
+    assert "\nfieldsync_admission_refusals_total 2\n" in text
+    assert "fieldsync_admission_refusals_total{" not in text
+    assert metrics.value("fieldsync_admission_refusals_total") == 2
