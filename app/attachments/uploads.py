@@ -16,7 +16,7 @@ from app.attachments.files import AttachmentFiles
 from app.attachments.retention import forget_departed
 from app.states import JobStatus
 from app.store.db import WriteTransaction
-from app.store.jobs import ClaimedJob, Outcome, Stale
+from app.store.jobs import STALE, ClaimedJob, Outcome, Stale
 from app.store.scope import remove_departed
 from app.store.store import Store
 
@@ -125,3 +125,8 @@ class UploadLedger:
         self, job: ClaimedJob, outcome: Outcome, retry_after: float | None = None
     ) -> JobStatus | Stale:
         return self.store.queue.retry(job, outcome, retry_after=retry_after)
+
+    def refused(self, job: ClaimedJob, outcome: Outcome, retry_after: float) -> JobStatus | Stale:
+        """The server declined it unseen, for its load: pending again at the Retry-After,
+        not counted as an attempt (`JobQueue.refused`)."""
+        return JobStatus.PENDING if self.store.queue.refused(job, outcome, retry_after) else STALE

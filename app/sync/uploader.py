@@ -39,13 +39,13 @@ from app.events import EventBus, UploadProgress
 from app.executor import StoreExecutor
 from app.metrics import EngineMetrics
 from app.states import AttachmentState, JobStatus, Reason, ReplyKind
-from app.store.jobs import TOPIC_ATTACHMENTS, ClaimedJob, Outcome
+from app.store.jobs import TOPIC_ATTACHMENTS, ClaimedJob, Outcome, Stale
 from app.store.store import Store
 from app.sync.chunks import ChecksumAhead, ChunkSizer
 from app.sync.config import SyncConfig
 from app.sync.connectivity import ConnectivityDetector
 from app.sync.context import EngineContext, EnginePart
-from app.sync.errors import AuthError, TransientError, classify_failure, saturated
+from app.sync.errors import AuthError, TransientError, classify_failure, declined, saturated
 from app.sync.status import SyncStatus
 from app.sync.transport import ServerClient
 from app.sync.tus import (
@@ -333,7 +333,7 @@ class Uploader(EnginePart):
         if verdict.next is Next.FAIL:
             await self.executor.run(self.ledger.failed, job, outcome)
         else:
-            await self.executor.run(self.ledger.retry, job, outcome, reply.retry_after)
+            await self.executor.run(self._requeue, job, outcome, reply.retry_after)
         return False
 
     # -- replies -----------------------------------------------------------------------------
@@ -412,11 +412,21 @@ class Uploader(EnginePart):
         http_status: int | None = None,
     ) -> None:
         outcome = _outcome(verdict, http_status, ReplyKind.TRANSIENT)
-        status = await self.executor.run(self.ledger.retry, job, outcome, retry_after)
+        status = await self.executor.run(self._requeue, job, outcome, retry_after)
         if status == JobStatus.DEAD:
             row = await self.executor.run(self.ledger.load, str(job.payload["attachment_id"]))
             if row is not None:
                 self._progress(row, AttachmentState.FAILED, row.offset, verdict.reason)
+
+    def _requeue(
+        self, job: ClaimedJob, outcome: Outcome, retry_after: float | None
+    ) -> JobStatus | Stale:
+        """Blocking: a transient failure back to the queue. An answer that declined the step
+        for the server's load, with a Retry-After, waits it out and is not an attempt."""
+        status = outcome.http_status
+        if retry_after is not None and status is not None and declined(status):
+            return self.ledger.refused(job, outcome, retry_after)
+        return self.ledger.retry(job, outcome, retry_after)
 
     def _progress(
         self, row: UploadRow, state: AttachmentState, offset: int, reason: str | None = None

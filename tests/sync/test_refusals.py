@@ -1,4 +1,4 @@
-"""A server that says "not now" (429, 503 with Retry-After) delays an edit, never gives it up.
+"""A server that says "not now" (429, 503 with Retry-After) delays a job, never gives it up.
 
 A refusal is about the server's load (its per-device rate limit, its admission control, a
 middlebox shedding load), not about the edit: the device waits at least the Retry-After, and
@@ -8,14 +8,18 @@ real server on loopback (its rate limit on), and through the fault proxy for a 5
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.attachments import Attachments
+from app.states import AttachmentState
 from app.store.backoff import BackoffPolicy
 from app.store.db import connection
+from app.store.jobs import TOPIC_ATTACHMENTS
 from app.store.store import Store
 from server.embedded import EmbeddedServer, start_server
 from tests.chaos.proxy import FaultProxy, ScriptedPlan, status
@@ -59,10 +63,15 @@ def settled(store: Store) -> bool:
     return all(job["status"] in ("done", "dead") for job in job_rows(store))
 
 
-async def deliver(store: Store, base_url: str, token: str, **overrides: Any) -> dict[str, Any]:
-    """Run the engine until its one job is done or given up; that job's row."""
-    engine = make_engine(store, base_url, token, batch_size=1, **overrides)
+async def deliver_all(store: Store, base_url: str, token: str) -> None:
+    """Run the engine until every job is done or given up."""
+    engine = make_engine(store, base_url, token, batch_size=1)
     await run_engine_until(engine, lambda: settled(store), within_s=15.0)
+
+
+async def deliver(store: Store, base_url: str, token: str) -> dict[str, Any]:
+    """Run the engine until its one job is done or given up; that job's row."""
+    await deliver_all(store, base_url, token)
     [job] = job_rows(store)
     return job
 
@@ -122,3 +131,29 @@ async def test_a_503_with_retry_after_is_waited_out_without_spending_an_attempt(
         assert len(api.changes()["changes"]) == 1  # applied once
     finally:
         api.close()
+
+
+async def test_an_upload_refused_with_503_and_retry_after_is_not_given_up(
+    server: EmbeddedServer, strict_store: Store, tmp_path: Path
+) -> None:
+    token = server.add_device("phone", user=CREW)
+    entity = strict_store.record_edit("create", None, {"title": "Broken meter"}).entity_id
+    photo = tmp_path / "meter.jpg"
+    photo.write_bytes(random.Random(5).randbytes(200_000))
+    view = Attachments(strict_store).attach(entity, photo)
+    refusals = [status(503, retry_after=1)] * 2
+    upstream = ("127.0.0.1", int(server.base_url.rsplit(":", 1)[1]))
+    proxy = FaultProxy(upstream, ScriptedPlan(refusals, paths="/v1/uploads")).start()
+    try:
+        await deliver_all(strict_store, proxy.base_url, token)
+    finally:
+        proxy.stop()
+
+    uploaded = Attachments(strict_store).get(view.id)
+    assert uploaded is not None
+    assert uploaded.state is AttachmentState.UPLOADED
+    [upload] = [job for job in job_rows(strict_store) if job["topic"] == TOPIC_ATTACHMENTS]
+    tries = attempts(strict_store, upload["id"])
+    assert [(outcome, status_) for _, outcome, status_, _ in tries[:2]] == [("retry", 503)] * 2
+    assert all(b[0] - a[0] >= 1.0 for a, b in zip(tries, tries[1:], strict=False)), tries
+    assert upload["status"] == "done"
