@@ -3,7 +3,8 @@
 `ChunkSizer` aims each chunk at what the link sends in ``target_s``: it starts at 1 MiB, grows
 at once to what the link shows, up to ``high`` while no edit waits (the engine sends edits on
 their own connection, so they never queue behind a chunk; a larger chunk only amortises the
-durable answer the server gives each one), and keeps to ``busy_high`` while edits flow.
+durable answer the server gives each one), and keeps to ``busy_high`` while edits flow and
+after a failure.
 `ChecksumAhead` hashes the file on from the end of the chunk on the wire, keeping the digest
 at every MiB and the running hash, so the next chunk's ``Upload-Checksum`` is ready whatever
 size it is given; the uploader sends a next chunk no larger than what was hashed meanwhile
@@ -79,7 +80,10 @@ class ChunkSizer:
         return self.size
 
     def failed(self) -> int:
-        self.size = max(self.size // 2, self.low)
+        """After a failure: half the size, and no more than ``busy_high``. A cut chunk is sent
+        again whole (its checksum covers all of it), so while the link is flaky a chunk stays
+        small; it grows again from there (at most threefold a chunk) once chunks go through."""
+        self.size = max(min(self.size // 2, self.busy_high), self.low)
         return self.size
 
 

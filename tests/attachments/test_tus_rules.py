@@ -158,6 +158,15 @@ def test_chunks_grow_past_eight_mib_while_no_edit_waits_and_shrink_back_while_on
     assert slow.next(busy=True) == 8 * MIB
 
 
+def test_a_failed_chunk_leaves_the_next_one_small() -> None:
+    """A cut chunk is sent again whole: after one, the next is no larger than while edits flow."""
+    sizer = ChunkSizer(MIB, 64 * MIB, target_s=8.0, busy_high=8 * MIB)
+    assert sizer.sent(MIB, 0.01) == 64 * MIB
+    assert sizer.failed() == 8 * MIB
+    assert sizer.failed() == 4 * MIB, "halved again on the next failure"
+    assert sizer.sent(4 * MIB, 0.01) == 64 * MIB, "a chunk went through at speed: large again"
+
+
 async def test_the_checksum_ahead_fits_a_next_chunk_of_any_size(tmp_path: Path) -> None:
     path = tmp_path / "survey.pdf"
     path.write_bytes(bytes(range(256)) * (4096 * 6))  # 6 MiB
