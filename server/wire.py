@@ -12,6 +12,7 @@ import json
 import re
 from typing import Annotated, Any
 
+import orjson
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from app import records
@@ -73,10 +74,26 @@ def wire_entity_id(text: object) -> str | None:
     return None
 
 
+#: Values orjson writes as the same JSON document as the standard library (it writes NaN as
+#: null, which pydantic would read as another value).
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _json_text(value: dict[str, Any]) -> str | bytes:
+    """`value` as JSON text: orjson's (several times faster, for every mutation of a batch)
+    when every value is text, an integer, a boolean or null, else the standard library's."""
+    if all(type(item) in _PLAIN for item in value.values()):
+        try:
+            return orjson.dumps(value)
+        except TypeError:  # an integer past 64 bits, a lone surrogate
+            pass
+    return json.dumps(value)
+
+
 def check_json_types(model: type[BaseModel], value: dict[str, Any]) -> None:
     """Raise pydantic's `ValidationError` unless every value has the JSON type `model` declares
     (pydantic's strict JSON mode: a date is a `YYYY-MM-DD` string, a boolean is true or false)."""
-    model.model_validate_json(json.dumps(value), strict=True)
+    model.model_validate_json(_json_text(value), strict=True)
 
 
 def check_wire_fields(op: str, fields: dict[str, Any]) -> None:

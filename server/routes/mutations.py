@@ -221,12 +221,13 @@ def post_batch(
         )
         replies.update(zip(positions, done, strict=True))
     results = []
+    usable = set(positions)  # their keys are text JSON carries (idempotency_key_problem)
     for index, key in enumerate(keys):
         reply = replies[index]
         count_reply(context.metrics, device.name, reply)
         result: dict[str, Any] = {
             # Echoed as sent when JSON can carry it (a NaN or a lone surrogate cannot).
-            "idempotency_key": key if _echoable(key) else None,
+            "idempotency_key": key if index in usable or _echoable(key) else None,
             "status": reply.status,
             "body": reply.body,
             "replayed": reply.replayed,
