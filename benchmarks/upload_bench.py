@@ -83,6 +83,8 @@ MEASURES = (
     "benchmarks/link_proxy.py",
     "benchmarks/loopback_proxy.py",
     "tests/chaos/proxy.py",
+    "tests/chaos/plans.py",
+    "tests/chaos/http_framing.py",
     "app/",
     "server/",
 )
