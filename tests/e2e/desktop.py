@@ -8,6 +8,7 @@ the accessibility bus on it before the app starts, so Qt exports its tree there.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -28,6 +29,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 
 
+@functools.cache  # asked by every module that uses it, at collection: probe once
 def missing_tools() -> str:
     """Why this machine cannot run the GUI tests ("" when it can)."""
     if shutil.which("Xvfb") is None:

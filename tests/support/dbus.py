@@ -10,6 +10,7 @@ calls a mock received and makes it emit signals, over D-Bus, with dbus-fast.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import subprocess
@@ -48,6 +49,7 @@ TEMPLATES = {
 }
 
 
+@functools.cache  # asked by every module that uses it, at collection: probe once
 def missing_tools() -> str:
     if shutil.which("dbus-daemon") is None:
         return "dbus-daemon is not installed"
