@@ -221,15 +221,17 @@ async def _pieces(path: Path, offset: int, length: int) -> AsyncIterator[bytes]:
 
 
 async def patch_chunk(
-    client: ServerClient, url: str, path: Path, offset: int, length: int, checksum: str
+    client: ServerClient, url: str, path: Path, offset: int, length: int, checksum: str | None
 ) -> TusReply:
+    """PATCH [offset, offset + length) of the file, with ``Upload-Checksum`` unless None."""
     headers = {
         "Tus-Resumable": TUS_VERSION,
         "Content-Type": "application/offset+octet-stream",
         "Content-Length": str(length),
         "Upload-Offset": str(offset),
-        "Upload-Checksum": checksum,
     }
+    if checksum is not None:
+        headers["Upload-Checksum"] = checksum
     response = await client.send(
         "PATCH", url, headers=headers, content=_pieces(path, offset, length)
     )

@@ -283,16 +283,23 @@ class Uploader(EnginePart):
         wanted = min(self.chunks.next(busy), row.size - offset)
         # Never wait for a checksum: the chunk ends where the hashing ahead got.
         length = self.checksums.ready_length(row.path, offset, wanted)
-        checksum = await self.checksums.checksum(row.path, offset, length)
+        # The last chunk goes without one: the whole file's sha256, which the server checks
+        # at the last byte, covers it (and a cut one keeps what arrived). Hashing it as well
+        # cost each side a pass over most of the file on a fast link.
+        last = offset + length >= row.size
+        checksum = None if last else await self.checksums.checksum(row.path, offset, length)
         started = self.clock.monotonic()
         after = offset + length  # hashed on while this chunk is on the wire, as far as a
-        # chunk `_AHEAD_GROWTH` times larger reaches (the sizer may grow at once)
+        # chunk `_AHEAD_GROWTH` times larger reaches (the sizer may grow at once); not when
+        # the next chunk likely takes the rest, which needs no checksum
+        rest = row.size - after
+        ahead = 0 if rest <= self.chunks.size else min(length, rest)
         reply = await self.checksums.sending(
             patch_chunk(self.client, url, row.path, offset, length, checksum),
             row.path,
             after,
-            min(length, row.size - after),
-            min(length * _AHEAD_GROWTH, self.chunks.high, row.size - after),
+            ahead,
+            min(length * _AHEAD_GROWTH, self.chunks.high, rest),
         )
         self.bytes_sent += length
         if not await self._usable(job, row, reply, "patch", offset=offset, length=length):

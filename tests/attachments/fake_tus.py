@@ -1,8 +1,9 @@
 """A tus 1.0.0 server behind `httpx.MockTransport` (no sockets), for the uploader's unit tests.
 
-It keeps each upload's bytes in a file, checks each chunk's checksum and the whole file's
-sha256 on the last byte, and lets a test plan faults: cut a PATCH after n bytes (the server
-keeps them, the client sees a reset), apply a PATCH and lose its reply, or answer a status.
+It keeps each upload's bytes in a file, checks each chunk's checksum (if it has one) and the
+whole file's sha256 on the last byte, and lets a test plan faults: cut a PATCH after n bytes
+(the server keeps them, the client sees a reset), apply a PATCH and lose its reply, or answer
+a status.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class FakeTus:
     removed: list[str] = field(default_factory=list)
     #: (method, path, Upload-Offset or None, body bytes) of every request.
     requests: list[tuple[str, str, str | None, int]] = field(default_factory=list)
+    #: Whether each PATCH carried `Upload-Checksum`.
+    checksummed: list[bool] = field(default_factory=list)
     #: Planned answers: called with the request, return a Response/exception or None (pass).
     faults: list[Callable[[httpx.Request], httpx.Response | Exception | None]] = field(
         default_factory=list
@@ -134,10 +137,13 @@ class FakeTus:
         assert request.headers["content-type"] == "application/offset+octet-stream"
         if int(request.headers["upload-offset"]) != upload.offset:
             return httpx.Response(409, json={"error": "offset_mismatch"})
-        algorithm, _, expected = request.headers["upload-checksum"].partition(" ")
-        assert algorithm == "sha256"
-        if base64.b64encode(hashlib.sha256(body).digest()).decode() != expected:
-            return httpx.Response(460)
+        checksum = request.headers.get("upload-checksum")
+        self.checksummed.append(checksum is not None)
+        if checksum is not None:
+            algorithm, _, expected = checksum.partition(" ")
+            assert algorithm == "sha256"
+            if base64.b64encode(hashlib.sha256(body).digest()).decode() != expected:
+                return httpx.Response(460)
         self.keep(upload, body)
         if upload.offset == upload.length:
             whole = file_sha256(upload.path)

@@ -98,6 +98,8 @@ async def test_a_file_goes_up_one_chunk_a_step_and_ends_uploaded(
     assert server.completed() == {view.id: source.read_bytes()}
     assert steps == 1 + 6, "one create, then one chunk of at most 1 MiB a step"
     assert server.body_bytes() == source.stat().st_size, "no byte sent twice"
+    # Every chunk has its checksum but the last: the whole file's sha256 covers that one.
+    assert server.checksummed == [True] * 5 + [False]
     uploaded = attachments.get(view.id)
     assert uploaded is not None
     assert (uploaded.state, uploaded.offset) == (AttachmentState.UPLOADED, uploaded.size)
