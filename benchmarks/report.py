@@ -472,6 +472,13 @@ def render_upload(runs: dict[str, Run]) -> str:
             f"{percent(speed['put_s_median'], speed['chunks_s_median'])} of the PUT",
         ),
         (
+            "CPU per upload (median): the device's process + the server's",
+            f"{run['throughput.cpu_s_median.device']} + {run['throughput.cpu_s_median.server']} s",
+            f"the PUT: client {run['throughput.cpu_s_median.put_client']} + server "
+            f"{run['throughput.cpu_s_median.put_server']} s",
+            "",
+        ),
+        (
             "the same upload by largest chunk (MiB: chunks sent)",
             ", ".join(f"{row['chunk_max_mib']}: {row['ratio']:.0%}" for row in limits).replace(
                 "%", " %"

@@ -65,6 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_device import DeviceChild  # noqa: E402
 from bench_server import ServerProcess, temp_dir  # noqa: E402
+from cpu_probe import CpuWindow  # noqa: E402
 from link_proxy import ShapedLink  # noqa: E402
 from results_file import SMOKE_HELP, RunWindow, add_json_option, publish, run_mode  # noqa: E402
 from rss import RssSampler  # noqa: E402
@@ -80,6 +81,7 @@ MEASURES = (
     "benchmarks/bench_device.py",
     "benchmarks/bench_server.py",
     "benchmarks/rss.py",
+    "benchmarks/cpu_probe.py",
     "benchmarks/link_proxy.py",
     "benchmarks/loopback_proxy.py",
     "tests/chaos/proxy.py",
@@ -194,22 +196,34 @@ def upload(
     root: Path, server: UploadServer, token: str, file: Path, sha256: str, *extra: str,
     url: str | None = None, sampler_pids: dict[str, int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, float]]:  # fmt: skip
-    """One device upload; (ready message, done message, RSS growth in MiB if sampled)."""
+    """One device upload; (ready message, done message with the CPU seconds the device and
+    the server spent on it, RSS growth in MiB if sampled)."""
     device = start_device(root, url or server.base_url, token, file, *extra)
     try:
         ready = device.expect("ready")
         if ready["sha256"] != sha256:
             raise RuntimeError("the device attached other bytes")
         pids = {"device": device.pid, **(sampler_pids or {})}
+        cpu = CpuWindow({"device": lambda: {device.pid}, "server": lambda: {server.pid}})
         with RssSampler(pids) as sampler:
             sampler.mark()
+            cpu.start()
             device.send()
             done = device.expect("done")
+            done["cpu"] = cpu.stop()
         growth = sampler.growth_mib() if sampler_pids is not None else {}
     finally:
         device.close()
     check_on_server(server.base_url, token, ready["attachment_id"], sha256)
     return ready, done, growth
+
+
+def timed_put(server: UploadServer, base_url: str, file: Path, name: str, sha256: str) -> Any:
+    """`put_file`, with the CPU seconds the server and this client spent on it."""
+    cpu = CpuWindow({"server": lambda: {server.pid}, "client": lambda: {os.getpid()}})
+    cpu.start()
+    seconds = put_file(base_url, file, name, sha256)
+    return seconds, cpu.stop()
 
 
 class CutPlan:
@@ -249,17 +263,23 @@ def measure_throughput(
     chunks_s: list[float] = []
     put_s: list[float] = []
     chunk_bytes: list[int] = []
+    cpu: dict[str, list[float]] = {"device": [], "server": [], "put_client": [], "put_server": []}
     for run in range(runs):
         # Alternate which goes first, so a slow moment of the machine hits both alike.
         order = ("device", "put") if run % 2 == 0 else ("put", "device")
         for what in order:
             if what == "put":
-                put_s.append(put_file(base_url, file, f"run-{run}", sha256))
+                seconds, used = timed_put(server, base_url, file, f"run-{run}", sha256)
+                put_s.append(seconds)
+                cpu["put_client"].append(used["client_cpu_s"])
+                cpu["put_server"].append(used["server_cpu_s"])
             else:
                 _, done, _ = upload(root, server, token, file, sha256, url=base_url)
                 device_s.append(done["upload_s"])
                 chunks_s.append(done["chunks_s"])
                 chunk_bytes += [chunk["bytes"] for chunk in done["chunks"]]
+                cpu["device"].append(done["cpu"]["device_cpu_s"])
+                cpu["server"].append(done["cpu"]["server_cpu_s"])
     device_rate = size / MIB / median(device_s)
     put_rate = size / MIB / median(put_s)
     return {
@@ -278,6 +298,10 @@ def measure_throughput(
         "chunks_ratio": round(median(put_s) / median(chunks_s), 3),
         "chunk_mib_median": round(median(chunk_bytes) / MIB, 2) if chunk_bytes else None,
         "chunk_mib_max": round(max(chunk_bytes) / MIB, 2) if chunk_bytes else None,
+        # CPU seconds per upload, medians: the device's process and the server's for the
+        # device's upload (engine start to `uploaded`), this client's and the server's for the
+        # PUT. On these 2 cores both sides share the machine, so CPU is what they compete for.
+        "cpu_s_median": {name: round(median(values), 3) for name, values in cpu.items()},
         "samples": {
             "device_s": [round(s, 3) for s in device_s],
             "chunks_s": [round(s, 3) for s in chunks_s],
@@ -471,6 +495,9 @@ def print_table(results: dict[str, Any]) -> None:
         ("device / PUT", f"{t['ratio']:.0%}", f">= 80 %: {'met' if t['met'] else 'MISSED'}"),
         ("  the chunks alone (from the upload's POST)", f"{t['chunks_ratio']:.0%}",
          f"{t['chunks_s_median']} s"),
+        ("  CPU s: device + server (PUT: client + server)",
+         f"{t['cpu_s_median']['device']} + {t['cpu_s_median']['server']}",
+         f"({t['cpu_s_median']['put_client']} + {t['cpu_s_median']['put_server']})"),
         (f"bytes re-sent after {c['cuts']} cuts", f"{c['bytes_resent']:,}",
          f"{c['bytes_resent_per_cut']:,} per cut; chunk {c['largest_chunk_bytes']:,}"),
         (f"device RSS growth, {m['size_mib']} MiB", f"{m['device_growth_mib']} MiB",
