@@ -1,17 +1,22 @@
 """The HTTP floor of `server_bench.py`: an ASGI app that does nothing, served as the server is.
 
 It reads the request body and answers `{"status": "ok"}` to every request, under the same
-uvicorn, protocol (`server.listen.NoDelayH11Protocol`: h11, Nagle off) and event loop as
-`fieldsync-server serve`, in its own process. What a request costs here is what any endpoint
-costs before it does anything: uvicorn's parse and write, the loop, the client. With
-`httptools`, uvicorn parses with httptools (C) instead of h11 (Python): the difference is what
-h11's parse costs per request.
+uvicorn, protocol (`server.listen.NoDelayHttpToolsProtocol`: httptools, Nagle off) and event
+loop as `fieldsync-server serve`, in its own process. What a request costs here is what any
+endpoint costs before it does anything: uvicorn's parse and write, the loop, the client. With
+`h11`, uvicorn parses with h11 (Python) instead, as the server did before: the difference is
+what the parser costs per request. With `raw DB_URL`, each request also writes the raw
+driver's rows for the create it carries (benchmarks/raw_writer.py) in one worker thread, as
+an endpoint would: the floor of any server of this stack doing the store's work, before
+authentication, validation, logging and metrics.
 
-    python benchmarks/bare_asgi.py PORT [h11|httptools]
+    python benchmarks/bare_asgi.py PORT [served|h11|raw DB_URL]
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,11 +24,16 @@ from typing import Any
 import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from server.listen import listening_socket, uvicorn_config  # noqa: E402
+from raw_writer import RawWriter  # noqa: E402
+
+from server.listen import NoDelayH11Protocol, listening_socket, uvicorn_config  # noqa: E402
 
 _BODY = b'{"status":"ok"}'
 _HEADERS = [(b"content-type", b"application/json"), (b"content-length", b"15")]
+#: Set for `raw DB_URL`: the rows of each request's create are written through it.
+_writer: RawWriter | None = None
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -34,19 +44,29 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             message = await receive()
         await send({"type": "lifespan.shutdown.complete"})
         return
-    more = True
+    more, body = True, b""
     while more:
-        more = (await receive()).get("more_body", False)
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    if _writer is not None and body:
+        key = dict(scope["headers"]).get(b"idempotency-key", b"").decode()
+        group = [(key, json.loads(body)["entity_id"])]
+        await asyncio.get_running_loop().run_in_executor(None, _writer.write, group)
     await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
     await send({"type": "http.response.body", "body": _BODY})
 
 
 def main() -> None:
+    global _writer
     sock = listening_socket("127.0.0.1", int(sys.argv[1]))  # Nagle off on either protocol
     config = uvicorn_config(app, log_level="warning")
-    if sys.argv[2:] == ["httptools"]:
-        config = uvicorn.Config(app, http="httptools", log_config=None, access_log=False,
-                                log_level="warning", lifespan="on")  # fmt: skip
+    if sys.argv[2:3] == ["raw"]:
+        from server_bench import FIELDS  # what the bench's creates carry
+
+        _writer = RawWriter(sys.argv[3], FIELDS)
+    if sys.argv[2:] == ["h11"]:
+        config.http = NoDelayH11Protocol  # resolved when the server loads the config
     uvicorn.Server(config).run(sockets=[sock])
 
 

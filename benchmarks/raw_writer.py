@@ -66,7 +66,7 @@ class RawWriter:
         ]
         started = time.perf_counter()
         for group in groups:
-            self._write(group)
+            self.write(group)
         return count / (time.perf_counter() - started)
 
     def _execute_rows(self, cursor: Any, head: str, rows: list[tuple[Any, ...]]) -> None:
@@ -80,7 +80,8 @@ class RawWriter:
                 [value for row in chunk for value in row],
             )
 
-    def _write(self, group: list[tuple[str, str]]) -> None:
+    def write(self, group: list[tuple[str, str]]) -> None:
+        """The server's two transactions for creates of (idempotency key, entity id)."""
         db, store, param = self.store.db, self.store, self.store.db.param
         now = time.time()
         token = uuid.uuid4().hex

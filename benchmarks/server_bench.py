@@ -14,8 +14,10 @@ hits every measurement alike:
 - raw (the ceiling): the same rows through the bare DB-API cursor, in the server's
   transactions (benchmarks/raw_writer.py says exactly what it sends);
 - bare_asgi (the HTTP floor): the same client sending the single endpoint's requests to an
-  ASGI app that does nothing, under the same uvicorn and protocol (benchmarks/bare_asgi.py),
-  and under uvicorn's httptools parser instead of h11 (what h11's parse costs);
+  ASGI app that does nothing, under the same uvicorn and protocol (benchmarks/bare_asgi.py:
+  httptools), under uvicorn's h11 parser instead (what the parser costs), and writing the raw
+  driver's rows for each request's create in one worker thread (`bare_asgi_raw_rows`: the
+  floor of this stack doing the store's work, with no authentication, validation or logs);
 - cpu: CPU time per single mutation of the client, the server process and PostgreSQL,
   beside the wall time: on 2 cores they take turns, so their sum is the wall's floor;
 - healthz: `GET /healthz` median round trip, kept-alive and fresh, and the bare app's.
@@ -60,21 +62,23 @@ MEASURES = (
 BATCH_SIZE = 100
 FIELDS = {"title": "Inspect valve", "site": "Depot 4", "notes": "x" * 200}
 CONNECTIONS = ("kept_alive", "fresh_connection")
+#: Each backend's databases: the server's, the raw driver's, the raw-rows floor's.
+NAMES = ("bench", "raw", "floor")
 LOG_LEVEL = "info"
 
 
 class BareAsgiProcess(ServerProcess):
     """benchmarks/bare_asgi.py on a free loopback port (it answers /healthz like any path),
-    parsing with `http` (h11, as the server does, or httptools)."""
+    with `mode` `served` (httptools, as the server parses), `h11`, or `raw DB_URL`."""
 
-    def __init__(self, workdir: Path, http: str) -> None:
+    def __init__(self, workdir: Path, *mode: str) -> None:
         super().__init__(workdir)
-        self.http = http
-        self.log_path = workdir / f"bare-{http}.log"
+        self.mode = mode
+        self.log_path = workdir / f"bare-{mode[0]}.log"
 
     def command(self) -> list[str]:
         return [sys.executable, str(Path(__file__).resolve().parent / "bare_asgi.py"),
-                str(self.port), self.http]  # fmt: skip
+                str(self.port), *self.mode]  # fmt: skip
 
 
 def _client(base_url: str, token: str, connection: str) -> httpx.Client:
@@ -173,22 +177,25 @@ def _single_with_cpu(
 
 def bench_backend(
     workdir: Path,
-    db_url: str,
-    raw_url: str,
+    urls: tuple[str, str, str],
     counts: dict[str, int],
     postmaster: int | None = None,
 ) -> dict[str, Any]:
+    """The figures of one backend: `urls` are the server's database, the raw driver's and the
+    raw-rows floor's (three databases of the same schema)."""
+    db_url, raw_url, floor_url = urls
     runs, single, batch, pings = (counts[n] for n in ("runs", "single", "batch", "pings"))
     token = provision_device(db_url, "bench", "worker")
     samples: dict[str, dict[str, list[float]]] = {
         "single": {"kept_alive": [], "fresh_connection": [], "raw_same_rows": [], "bare_asgi": [],
-                   "bare_asgi_httptools": []},
+                   "bare_asgi_h11": [], "bare_asgi_raw_rows": []},
         "batch": {"kept_alive": [], "fresh_connection": [], "two_in_flight": [],
                   "raw_same_rows": []},
         "healthz_ms": {"kept_alive": [], "fresh_connection": [], "bare_asgi": []},
         "cpu_per_single_us": {},
         "cpu_per_bare_asgi_us": {},
-        "cpu_per_bare_asgi_httptools_us": {},
+        "cpu_per_bare_asgi_h11_us": {},
+        "cpu_per_bare_asgi_raw_rows_us": {},
     }  # fmt: skip
     raw = RawWriter(raw_url, FIELDS)
     # Separate processes, as in production: a client in the same interpreter would compete
@@ -196,8 +203,9 @@ def bench_backend(
     try:
         with (
             ServerProcess(workdir, db_url=db_url, log_level=LOG_LEVEL) as server,
-            BareAsgiProcess(workdir, "h11") as bare,
-            BareAsgiProcess(workdir, "httptools") as fast_bare,
+            BareAsgiProcess(workdir, "served") as bare,
+            BareAsgiProcess(workdir, "h11") as h11_bare,
+            BareAsgiProcess(workdir, "raw", floor_url) as raw_bare,
         ):
             groups = {"server": lambda: {server.pid}}
             if postmaster is not None:
@@ -207,8 +215,11 @@ def bench_backend(
             second = _client(server.base_url, token, "kept_alive")
             floors = {
                 name: (_client(process.base_url, token, "kept_alive"),
-                       CpuWindow({"server": lambda p=process: {p.pid}}))
-                for name, process in (("bare_asgi", bare), ("bare_asgi_httptools", fast_bare))
+                       CpuWindow({"server": lambda p=process: {p.pid},
+                                  **({"postgresql": groups["postgresql"]} if db else {})}))
+                for name, process, db in (("bare_asgi", bare, False),
+                                          ("bare_asgi_h11", h11_bare, False),
+                                          ("bare_asgi_raw_rows", raw_bare, "postgresql" in groups))
             }  # fmt: skip
             floor = floors["bare_asgi"][0]
             try:
@@ -256,8 +267,14 @@ def _figures(samples: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
         "batch_vs_raw": round(batch["kept_alive"] / batch["raw_same_rows"], 3),
         "batch_vs_single": round(batch["kept_alive"] / single["kept_alive"], 2),
         "single_vs_bare_asgi": round(single["kept_alive"] / single["bare_asgi"], 3),
-        "bare_asgi_httptools_vs_h11": round(single["bare_asgi_httptools"] / single["bare_asgi"], 3),
+        "bare_asgi_vs_h11": round(single["bare_asgi"] / single["bare_asgi_h11"], 3),
         "bare_asgi_vs_raw": round(single["bare_asgi"] / single["raw_same_rows"], 3),
+        "bare_asgi_raw_rows_vs_raw": round(
+            single["bare_asgi_raw_rows"] / single["raw_same_rows"], 3
+        ),
+        "single_vs_bare_asgi_raw_rows": round(
+            single["kept_alive"] / single["bare_asgi_raw_rows"], 3
+        ),
         "batch_two_in_flight_vs_one": round(batch["two_in_flight"] / batch["kept_alive"], 3),
         "single_kept_alive_vs_fresh": round(single["kept_alive"] / single["fresh_connection"], 3),
         "batch_kept_alive_vs_fresh": round(batch["kept_alive"] / batch["fresh_connection"], 3),
@@ -270,12 +287,13 @@ def _figures(samples: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
 
 
 @contextmanager
-def _postgres() -> Iterator[tuple[str, str, int] | None]:
+def _postgres() -> Iterator[tuple[str, str, str, int] | None]:
     try:
         with running_postgres(durable=True) as cluster:
             yield (
                 cluster.create_database("bench"),
                 cluster.create_database("bench_raw"),
+                cluster.create_database("bench_floor"),
                 postmaster_pid(cluster.data),
             )
     except PostgresUnavailable as error:
@@ -302,7 +320,14 @@ def print_table(results: dict[str, Any]) -> None:
     for kind, names in (
         (
             "single",
-            ("kept_alive", "fresh_connection", "raw_same_rows", "bare_asgi", "bare_asgi_httptools"),
+            (
+                "kept_alive",
+                "fresh_connection",
+                "raw_same_rows",
+                "bare_asgi",
+                "bare_asgi_h11",
+                "bare_asgi_raw_rows",
+            ),
         ),
         ("batch", ("kept_alive", "fresh_connection", "two_in_flight", "raw_same_rows")),
     ):
@@ -311,9 +336,9 @@ def print_table(results: dict[str, Any]) -> None:
     for name in (*CONNECTIONS, "bare_asgi"):
         row(f"GET /healthz ms, {name.replace('_', ' ')}",
             lambda b, n=name: b["healthz_ms"][n], ".2f")  # fmt: skip
-    for what in ("single", "bare_asgi", "bare_asgi_httptools"):
+    for what in ("single", "bare_asgi", "bare_asgi_h11", "bare_asgi_raw_rows"):
         for name in ("wall_us", "client_us", "server_us", "postgresql_us"):
-            if what != "single" and name == "postgresql_us":
+            if what not in ("single", "bare_asgi_raw_rows") and name == "postgresql_us":
                 continue
             row(f"µs per {what}: {name[:-3]} cpu".replace("wall cpu", "wall"),
                 lambda b, n=name, w=what: b[f"cpu_per_{w}_us"].get(n, 0.0), ",.0f")  # fmt: skip
@@ -341,12 +366,12 @@ def main(argv: list[str] | None = None) -> int:
     backends: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="fieldsync-bench-") as scratch:
         workdir = Path(scratch)
-        sqlite = f"sqlite:///{workdir}/bench.sqlite3", f"sqlite:///{workdir}/raw.sqlite3"
-        backends["sqlite"] = bench_backend(workdir, *sqlite, counts)
+        bench, raw, floor = (f"sqlite:///{workdir}/{name}.sqlite3" for name in NAMES)
+        backends["sqlite"] = bench_backend(workdir, (bench, raw, floor), counts)
         with _postgres() as pg:
             backends["postgresql"] = None
             if pg:
-                backends["postgresql"] = bench_backend(workdir, pg[0], pg[1], counts, pg[2])
+                backends["postgresql"] = bench_backend(workdir, pg[:3], counts, pg[3])
     results = {
         "backends": backends,
         "metadata": {
@@ -370,8 +395,13 @@ def main(argv: list[str] | None = None) -> int:
                 "order(s), their creator's scope entry, their change-log row, the claim(s) "
                 "marked done with the reply"
             ),
-            "bare_asgi": "an ASGI app answering {'status': 'ok'}, same uvicorn and protocol",
-            "bare_asgi_httptools": "the same app, uvicorn parsing with httptools instead of h11",
+            "bare_asgi": "an ASGI app answering {'status': 'ok'}, same uvicorn and protocol "
+            "(httptools)",
+            "bare_asgi_h11": "the same app, uvicorn parsing with h11 instead of httptools",
+            "bare_asgi_raw_rows": (
+                "the same app writing each request's create as raw_same_rows does (its own "
+                "database), in one worker thread: the floor of this stack doing the store's work"
+            ),
             "cpu_per_single_us": (
                 "CPU µs per kept-alive single mutation: client (the bench process), server "
                 "process, PostgreSQL (postmaster and backends); wall = 1e6 / rate"
