@@ -31,8 +31,8 @@ data dir; the file is random bytes (incompressible), in the page cache for both 
   same edits with nothing uploading (after the upload, same engine). The delay the upload
   causes (median and max of behind minus the median alone) is compared with the median
   chunk's time (target: within one chunk; edits go on their own connection, so about none).
-- chunk sizes: the same upload with the largest chunk set to 8, 16, 32, 64 (the default) and
-  128 MiB, one run each, each right after a PUT of its own: what a durable answer per chunk
+- chunk sizes: the same upload with the largest chunk set to 8, 16, 32, 64 and 128 MiB (the
+  default), one run each, each right after a PUT of its own: what a durable answer per chunk
   costs (the server fsyncs each chunk before it answers, and tus lets no chunk start before
   the last one's answer, so only larger chunks amortise it).
 - shaped link: the device's upload and the PUT through `link_proxy.ShapedLink`, a proxy on
