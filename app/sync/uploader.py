@@ -3,9 +3,10 @@
 An upload is a job of topic ``attachments`` in the same queue as edits (`JobQueue` writes
 it). A step sends at most one chunk: create the upload (``POST``, keyed by the attachment id),
 or, when this process has not checked it yet, ask the server's offset (``HEAD``), then send
-one chunk from there (``PATCH`` with its sha256). The URL and offset are stored with the job's
-return to the queue, so a cut link, a restart or a SIGKILL resumes from what the server holds,
-re-sending at most one chunk. A removal is a job of the same attachment, after its upload.
+one chunk from there (``PATCH`` with its sha256, but the last: the whole file's covers it).
+The URL and offset are stored with the job's return to the queue, so a cut link, a restart or
+a SIGKILL resumes from what the server holds, re-sending at most one chunk. A removal is a
+job of the same attachment, after its upload.
 
 Inside the engine (`SyncEngine.uploader`) the uploader has a connection pool of its own
 (`ServerClient.bulk`): the engine claims a step (`claim`) and runs it (`advance`) beside its
