@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER_PACKAGES = {
     "fastapi",
     "uvicorn",
+    "httptools",
     "psycopg2-binary",
     "pillow",
     # The office console (server/console/).
