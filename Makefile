@@ -18,8 +18,8 @@ run: system-deps-run $(RUN_STAMP)
 
 # `make test` spreads the tests over TEST_WORKERS processes (pytest-xdist; `worksteal` hands a
 # finished worker the next test of a busy one). More workers than the 2 cores pay: much of the
-# suite waits on subprocesses, sockets and fsync (on a fresh clone of 2 cores, 4 workers took
-# 5:48 wall where 3 took 6:16, the same CPU). TEST_WORKERS=0 runs in this process. The 25
+# suite waits on subprocesses, sockets and fsync, so a fourth worker fills the core the others
+# leave idle at the same CPU. TEST_WORKERS=0 runs in this process. The 25
 # slowest tests are printed at the end, so the next slow one is seen. Bytecode is written even
 # where the environment says not to (PYTHONDONTWRITEBYTECODE): else each worker and each of the
 # hundreds of programs the tests start compiles the sources and rewrites the tests' asserts again.
