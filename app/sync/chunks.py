@@ -1,36 +1,17 @@
-"""An upload's chunks: how big the next one is, and its checksum, made while the last is sent.
+"""An upload's chunks: how big the next one is, from how fast the last one went.
 
 `ChunkSizer` aims each chunk at what the link sends in ``target_s``: it starts at 1 MiB, grows
 at once to what the link shows, up to ``high`` while no edit waits (the engine sends edits on
 their own connection, so they never queue behind a chunk; a larger chunk only amortises the
 durable answer the server gives each one), and keeps to ``busy_high`` while edits flow and
-after a failure.
-`ChecksumAhead` hashes the file on from the end of the chunk on the wire, keeping the digest
-at every MiB and the running hash, so the next chunk's ``Upload-Checksum`` is ready whatever
-size it is given; the uploader sends a next chunk no larger than what was hashed meanwhile
-(`ready_length`), so the wire never waits for a checksum. The file is read in 1 MiB pieces:
-the device never holds a chunk in memory.
+after a failure. Each chunk's checksum is `app.sync.upload_hashing`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import hashlib
-import threading
-from collections.abc import Awaitable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
-
-__all__ = ["MIB", "ChecksumAhead", "ChunkSizer", "chunk_checksum", "read_range"]
+__all__ = ["MIB", "ChunkSizer"]
 
 MIB = 1 << 20
-#: A file is read in pieces of this size (for a PATCH body and for its checksum): each piece
-#: costs a turn through httpcore, h11 and the transport, so 64 KiB pieces spent as much time
-#: there as on the bytes.
-PIECE = MIB
-T = TypeVar("T")
 
 
 def _whole_mib(size: int) -> int:
@@ -85,108 +66,3 @@ class ChunkSizer:
         small; it grows again from there (at most threefold a chunk) once chunks go through."""
         self.size = max(min(self.size // 2, self.busy_high), self.low)
         return self.size
-
-
-def read_range(path: Path, offset: int, length: int) -> Iterator[bytes]:
-    """The file's bytes [offset, offset + length) in pieces of `PIECE`."""
-    with path.open("rb") as source:
-        source.seek(offset)
-        left = length
-        while left:
-            piece = source.read(min(PIECE, left))
-            if not piece:
-                raise OSError(f"{path} is shorter than expected")
-            left -= len(piece)
-            yield piece
-
-
-def _checksum(digest: Any) -> str:
-    return "sha256 " + base64.b64encode(digest.digest()).decode()
-
-
-def chunk_checksum(path: Path, offset: int, length: int) -> str:
-    """``sha256 <base64>`` of the file's bytes [offset, offset + length)."""
-    digest = hashlib.sha256()
-    for piece in read_range(path, offset, length):
-        digest.update(piece)
-    return _checksum(digest)
-
-
-@dataclass
-class _Hashed:
-    """The file hashed from ``offset`` on: ``hashed`` bytes so far, the digest at every whole
-    MiB of them (and at their end), and the running hash to go on from."""
-
-    path: Path
-    offset: int
-    hashed: int = 0
-    running: Any = field(default_factory=hashlib.sha256)
-    marks: dict[int, str] = field(default_factory=dict)
-
-    def extend(self, length: int, stop: threading.Event | None = None) -> _Hashed:
-        """Blocking: hash on up to ``length`` bytes from ``offset`` (less if ``stop`` is set)."""
-        start = self.offset + self.hashed
-        for piece in read_range(self.path, start, length - self.hashed):
-            if stop is not None and stop.is_set():
-                break
-            self.running.update(piece)
-            self.hashed += len(piece)
-            if self.hashed % MIB == 0 or self.hashed == length:
-                self.marks[self.hashed] = _checksum(self.running.copy())
-        return self
-
-
-class ChecksumAhead:
-    """``Upload-Checksum`` of a chunk, read and hashed in a thread. While a chunk is on the
-    wire (`sending`), the file is hashed on from its end, so the next step need not wait: a
-    next chunk ending on a whole MiB (or where the hashing stopped) has its digest ready, a
-    larger one goes on from the running hash. Holds digests and one hash state, never the
-    bytes: memory stays flat."""
-
-    def __init__(self) -> None:
-        self._ready: _Hashed | None = None
-
-    def ready_length(self, path: Path, offset: int, wanted: int) -> int:
-        """The largest length up to ``wanted`` whose checksum from ``offset`` was made ahead
-        (``wanted`` itself when none was: it is made now)."""
-        ready = self._ready
-        if ready is None or (ready.path, ready.offset) != (path, offset) or wanted in ready.marks:
-            return wanted
-        return max((mark for mark in ready.marks if mark <= wanted), default=wanted)
-
-    async def checksum(self, path: Path, offset: int, length: int) -> str:
-        ready, self._ready = self._ready, None
-        if ready is not None and (ready.path, ready.offset) == (path, offset):
-            mark = ready.marks.get(length)
-            if mark is not None:
-                return mark
-            if length > ready.hashed:
-                return (await asyncio.to_thread(ready.extend, length)).marks[length]
-        return await asyncio.to_thread(chunk_checksum, path, offset, length)
-
-    async def sending(
-        self, request: Awaitable[T], path: Path, offset: int, length: int, most: int = 0
-    ) -> T:
-        """Await ``request`` while [offset, offset + length) is hashed (nothing if ``length``
-        is 0), and on up to ``most`` bytes if more. A failed request drops it: the next chunk
-        may be another."""
-        if length <= 0:
-            return await request
-        stop = threading.Event()
-        hashed = _Hashed(path, offset)
-
-        def hash_ahead() -> _Hashed:  # a digest at ``length`` too, if it is not a whole MiB
-            return hashed.extend(length, stop).extend(max(length, most), stop)
-
-        ahead = asyncio.ensure_future(asyncio.to_thread(hash_ahead))
-        try:
-            result = await request
-        except BaseException:
-            stop.set()  # the thread ends at its next piece; nobody waits for it
-            ahead.cancel()
-            raise
-        try:
-            self._ready = await ahead
-        except OSError:
-            self._ready = None  # unreadable now: the next step reads it again and says so
-        return result

@@ -3,7 +3,8 @@
 `classify` (pure, tested directly) maps a tus reply to what the uploader does next (the tus
 rows here, every shared family from `app.sync.errors.classify_status`). The requests stream
 the file (``content`` is an async iterator of 1 MiB pieces), so memory stays flat whatever
-the file's or the chunk's size; chunk sizes and checksums are `app.sync.chunks`'.
+the file's or the chunk's size; chunk sizes are `app.sync.chunks`', checksums
+`app.sync.upload_hashing`'s.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import httpx
 
 from app.disk import file_sha256
 from app.states import Reason, ReplyKind
-from app.sync.chunks import ChecksumAhead, ChunkSizer, chunk_checksum, read_range
+from app.sync.chunks import ChunkSizer
 from app.sync.errors import Verdict, classify_status, parse_retry_after
 from app.sync.transport import ServerClient
+from app.sync.upload_hashing import ChecksumAhead, chunk_checksum, read_range
 
 __all__ = [
     "CHECKSUM_MISMATCH",

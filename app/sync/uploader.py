@@ -42,7 +42,7 @@ from app.metrics import EngineMetrics
 from app.states import AttachmentState, JobStatus, Reason, ReplyKind
 from app.store.jobs import TOPIC_ATTACHMENTS, ClaimedJob, Outcome, Stale
 from app.store.store import Store
-from app.sync.chunks import ChecksumAhead, ChunkSizer
+from app.sync.chunks import ChunkSizer
 from app.sync.config import SyncConfig
 from app.sync.connectivity import ConnectivityDetector
 from app.sync.context import EngineContext, EnginePart
@@ -61,17 +61,11 @@ from app.sync.tus import (
     head_offset,
     patch_chunk,
 )
+from app.sync.upload_hashing import ChecksumAhead
 
 __all__ = ["Uploader"]
 
 log = logging.getLogger(__name__)
-
-#: While a chunk is on the wire the file is hashed on as far as a next chunk this many times
-#: larger: the next chunk is at most that (`ChecksumAhead.ready_length`), so it never waits
-#: for its checksum. sha256 runs ~4x faster than loopback carries the bytes (1.6 GB/s against
-#: ~400 MB/s here), so 3x is hashed before the answer comes; a slow link wastes a little
-#: hashing of bytes the next chunk leaves for later (none once chunks are at the limit).
-_AHEAD_GROWTH = 3
 
 #: 409s in a row on one upload before it backs off instead of asking HEAD again at once.
 _MAX_REHEADS = 3
@@ -280,28 +274,14 @@ class Uploader(EnginePart):
 
     async def _patch(self, job: ClaimedJob, row: UploadRow, url: str, offset: int) -> None:
         assert row.path is not None
-        busy = self.edits_waiting()
-        wanted = min(self.chunks.next(busy), row.size - offset)
+        wanted = min(self.chunks.next(self.edits_waiting()), row.size - offset)
         # Never wait for a checksum: the chunk ends where the hashing ahead got.
-        length = self.checksums.ready_length(row.path, offset, wanted)
-        # The last chunk goes without one: the whole file's sha256, which the server checks
-        # at the last byte, covers it (and a cut one keeps what arrived). Hashing it as well
-        # cost each side a pass over most of the file on a fast link.
-        last = offset + length >= row.size
-        checksum = None if last else await self.checksums.checksum(row.path, offset, length)
+        length, checksum = await self.checksums.next_chunk(row.path, offset, wanted, row.size)
         started = self.clock.monotonic()
-        after = offset + length  # hashed on while this chunk is on the wire, as far as a
-        # chunk `_AHEAD_GROWTH` times larger reaches (the sizer may grow at once); not when
-        # the next chunk likely takes the rest, which needs no checksum
-        rest = row.size - after
-        ahead = 0 if rest <= self.chunks.size else min(length, rest)
-        reply = await self.checksums.sending(
+        reply = await self.checksums.sending_chunk(
             patch_chunk(self.client, url, row.path, offset, length, checksum),
-            row.path,
-            after,
-            ahead,
-            min(length * _AHEAD_GROWTH, self.chunks.high, rest),
-        )
+            row.path, offset, length, row.size, self.chunks,
+        )  # fmt: skip
         self.bytes_sent += length
         if not await self._usable(job, row, reply, "patch", offset=offset, length=length):
             return
