@@ -36,6 +36,19 @@ def save_new(run: Runner, app_vm: AppViewModel, title: str) -> str:
     return str(app_vm.editor.entityId)
 
 
+def save_new_while_signing_out(run: Runner, app_vm: AppViewModel, title: str) -> str:
+    """Saves a new work order, waiting for the save itself rather than the form showing it:
+    a sign-out that lands while the save is under way takes the person to the sign-in page
+    (the save goes on), and the editor it closed never shows the saved work order."""
+    saved: list[str] = []
+    connect(app_vm.editor.saved, saved.append)
+    app_vm.newWorkOrder()
+    app_vm.editor.setField("title", title)
+    app_vm.editor.save()
+    run.until(lambda: bool(saved))
+    return saved[0]
+
+
 def test_offline_edit_is_pending_then_synced_when_the_server_acknowledges(
     run: Runner, services: Services, server: EmbeddedServer, device: Device, root: Any
 ) -> None:
@@ -91,13 +104,15 @@ def test_revoked_token_brings_back_the_sign_in_page(
         app_vm.back()
 
         assert revoke_device(server.store, "phone-2")
-        save_new(run, app_vm, "After revocation")
+        after = save_new_while_signing_out(run, app_vm, "After revocation")
         run.until(lambda: app_vm.page == "signin", timeout=10)
         assert find(window, "signInPage").isVisible()
         assert "token" in find(window, "reasonLabel").property("text")
         assert find(window, "serverField").property("text") == server.base_url
         assert app_vm.status.connectivity == "signed_out"
         assert engine.auth_paused
+        # Signed out, the save was kept on the device, still to be sent.
+        assert services.store.cache.get(after) is not None
     finally:
         run(app_vm.aclose())
         window.close()

@@ -283,8 +283,9 @@ class AppViewModel(QObject):
             self.back()
 
     def on_bridge_auth_required(self, server_url: str, reason: str) -> None:
-        if self._page == "editor" and self._editor.dirty:
-            # Never taken away from typing: the status bar says signed out meanwhile.
+        if self._page == "editor" and self._editor.dirty and not self._editor.saving:
+            # Never taken away from typing: the status bar says signed out meanwhile. Typing
+            # being saved is kept by its save, as on any way out of the editor.
             self.message.emit("Signed out. Your typing stays here: save it, then sign in.")
             return
         self.open("signin")

@@ -248,11 +248,13 @@ class EditorViewModel(EditorSyncViewModel):
         # The draft is written first (the save removes it with the edit, in one transaction):
         # a save that fails, even after the person left the form, leaves all of the typing.
         self._drafts.flush()
-        self._tasks.start(self._save(self._generation, *edit), "editor-save")
+        form = dict(self._form)
+        self._tasks.start(self._save(self._generation, form, *edit), "editor-save")
 
     async def _save(
         self,
         generation: int,
+        form: dict[str, str],
         op: str,
         entity_id: str | None,
         fields: dict[str, Any],
@@ -279,6 +281,9 @@ class EditorViewModel(EditorSyncViewModel):
         self.saved.emit(result.entity_id)
         if self._generation == generation:
             self._drafts.clear()  # saved: no "restored" notice over it any more
+            # What was saved is no longer unsaved typing, even before the reload shows it: a
+            # sign-out meanwhile must not keep the person on a form "to save it".
+            self._original = form
         held = False
         if self._generation == generation:  # still on this form: show what was saved
             await self._load(result.entity_id, generation)
