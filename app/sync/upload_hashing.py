@@ -104,7 +104,11 @@ class ChecksumAhead:
         ending where the hashing ahead got) and its checksum. The last chunk has none: the
         whole file's sha256, which the server checks at the last byte, covers it (and a cut
         one keeps what arrived). Hashing it as well cost each side a pass over most of the
-        file on a fast link."""
+        file on a fast link. So a ``wanted`` that reaches the end goes whole, however far
+        the hashing ahead got: stopping there would cost a chunk's round trip for nothing."""
+        if offset + wanted >= size:
+            self._ready = None
+            return wanted, None
         length = self.ready_length(path, offset, wanted)
         if offset + length >= size:
             return length, None

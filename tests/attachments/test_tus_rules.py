@@ -211,3 +211,22 @@ async def test_a_next_chunk_ends_where_the_hashing_ahead_got(tmp_path: Path) -> 
     assert ahead.ready_length(path, quarter, quarter) == quarter
     path.write_bytes(b"\1" * 8 * MIB)
     assert await ahead.checksum(path, quarter, quarter) != chunk_checksum(path, quarter, quarter)
+
+
+async def test_a_next_chunk_that_reaches_the_end_goes_whole_without_a_checksum(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "survey.pdf"
+    path.write_bytes(bytes(range(256)) * (4096 * 8))  # 8 MiB
+
+    async def send() -> str:
+        return "204"
+
+    ahead = ChecksumAhead()
+    await ahead.sending(send(), path, MIB, MIB, 3 * MIB)  # hashed on as far as 3 MiB
+    # The rest of the file: one chunk, past what was hashed; the file's sha256 covers it.
+    assert await ahead.next_chunk(path, MIB, 7 * MIB, 8 * MIB) == (7 * MIB, None)
+    await ahead.sending(send(), path, MIB, MIB, 3 * MIB)
+    # Short of the end: no further than hashed, with that range's checksum.
+    length, checksum = await ahead.next_chunk(path, MIB, 5 * MIB, 8 * MIB)
+    assert (length, checksum) == (3 * MIB, chunk_checksum(path, MIB, 3 * MIB))
