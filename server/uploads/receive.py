@@ -103,53 +103,6 @@ def _start_writeback(fd: int, start: int, length: int) -> None:
         os.posix_fadvise(fd, start, length, os.POSIX_FADV_DONTNEED)
 
 
-#: Body bytes hashed per hand-over to the worker thread: large enough that the hand-over costs
-#: nothing beside the hashing, small enough that memory stays flat.
-_HASH_BATCH = 1 << 20
-
-
-class _BackgroundHashes:
-    """The sha256 updates of a body (the chunk's, the whole file's), in a worker thread a
-    batch at a time and in order, while the event loop receives the next batch: hashing
-    releases the GIL, so it runs beside the receiving instead of after it. A request that
-    ends early abandons its batch harmlessly (it touches only these hash objects)."""
-
-    def __init__(self, digests: list[Any]) -> None:
-        self.digests = digests
-        self._batch: list[bytes] = []
-        self._size = 0
-        self._pending: asyncio.Future[None] | None = None
-
-    async def update(self, piece: bytes) -> None:
-        if not self.digests:
-            return
-        self._batch.append(piece)
-        self._size += len(piece)
-        if self._size >= _HASH_BATCH:
-            await self._hand_over()
-
-    async def finish(self) -> None:
-        """Every byte given so far is in the digests."""
-        await self._hand_over()
-        if self._pending is not None:
-            await self._pending
-            self._pending = None
-
-    async def _hand_over(self) -> None:
-        if self._pending is not None:
-            await self._pending
-            self._pending = None
-        if self._batch:
-            batch, self._batch, self._size = self._batch, [], 0
-            loop = asyncio.get_running_loop()
-            self._pending = loop.run_in_executor(None, self._hash, batch)
-
-    def _hash(self, batch: list[bytes]) -> None:
-        for digest in self.digests:
-            for piece in batch:
-                digest.update(piece)
-
-
 def complete_empty(uploads: Uploads, device_name: str, row: Upload) -> None:
     """An empty file has no chunk to bring its last byte: it completes as it is created."""
     if row.sha256 != _EMPTY_SHA256:
@@ -201,8 +154,13 @@ class _Received:
 
 async def _pump(
     uploads: Uploads, chunk: Chunk, fd: int, row: Upload, start: int,
-    hashes: _BackgroundHashes, received: _Received,
+    digests: list[Any], received: _Received,
 ) -> None:  # fmt: skip
+    """The body into the file, each piece hashed as it is written (the chunk's sha256, the
+    whole file's), on the event loop as the sink of upload_bench does: handing pieces to a
+    hashing thread cost the server as much CPU as the hashing itself, and on a machine whose
+    other core runs the client it bought no overlap. Between a write and its hash there is
+    no await, so the digests always cover exactly the bytes written."""
     root, floor = uploads.blobs.root, uploads.settings.min_free_disk_bytes
     flushed = 0  # bytes of this body whose writeback was started
     try:
@@ -219,7 +177,8 @@ async def _pump(
             if received.bytes - flushed >= _WRITEBACK_BYTES:
                 _start_writeback(fd, start + flushed, received.bytes - flushed)
                 flushed = received.bytes
-            await hashes.update(piece)
+            for digest in digests:
+                digest.update(piece)
             if received.full:
                 return
     except BodyCut:
@@ -228,13 +187,13 @@ async def _pump(
 
 async def _read_body(
     uploads: Uploads, chunk: Chunk, fd: int, row: Upload, start: int,
-    hashes: _BackgroundHashes, held: HeldUpload,
+    digests: list[Any], held: HeldUpload,
 ) -> _Received:  # fmt: skip
     """The body into the file until it ends, the client goes, or a later request asks for
     the upload while no byte comes (tusd's release request: the client reconnected, and its
     old connection, silent now, may never be seen to end)."""
     received = _Received()
-    reading = asyncio.ensure_future(_pump(uploads, chunk, fd, row, start, hashes, received))
+    reading = asyncio.ensure_future(_pump(uploads, chunk, fd, row, start, digests, received))
     asked = asyncio.ensure_future(held.let_go.wait())
     try:
         await asyncio.wait({reading, asked}, return_when=asyncio.FIRST_COMPLETED)
@@ -262,13 +221,8 @@ async def _append(
     expected = chunk.expected
     checked = hashlib.sha256() if expected is not None else None
     whole = uploads.hashes.resume(row.id, start)
-    hashes = _BackgroundHashes([digest for digest in (checked, whole) if digest is not None])
-    received = await _read_body(uploads, chunk, fd, row, start, hashes, held)
-    if received.interrupted:
-        # A cancelled hash hand-over may have missed a piece: neither digest can be trusted.
-        checked = whole = None
-    else:
-        await hashes.finish()
+    digests = [digest for digest in (checked, whole) if digest is not None]
+    received = await _read_body(uploads, chunk, fd, row, start, digests, held)
     if expected is not None and (
         received.cut or received.interrupted or received.full
         or checked is None or checked.digest() != expected
