@@ -9,7 +9,9 @@ One server process for the whole run (`benchmarks/upload_server.py`: the real ap
 `fieldsync-server serve` starts it, with a bare streaming `PUT /bench/sink/{name}` in front of
 it), on SQLite, loopback, `--log-level warning`, rate limit off. Each device is its own process
 (`benchmarks/upload_device.py`: the real store, attachment queue and sync engine), with a fresh
-data dir; the file is random bytes (incompressible), in the page cache for both clients.
+data dir; the file is random bytes (incompressible), in the page cache for both clients, and
+each device upload sends a copy with new first bytes (`fresh_copy`): content the server does
+not hold yet, as each PUT writes a new file.
 
 - throughput: a file of SIZE (100 MiB; 16 MiB quick) uploaded by the device (attach, then the
   engine's uploader, timed from the engine's start to the progress event saying `uploaded`)
@@ -192,13 +194,33 @@ def check_on_server(base_url: str, token: str, attachment_id: str, sha256: str) 
         raise RuntimeError(f"attachment {attachment_id} on the server has other bytes")
 
 
+def fresh_copy(file: Path, target: Path) -> str:
+    """`file` with new random first bytes at `target`, fsynced (no writeback of it runs during
+    the upload); returns its sha256. Every device upload sends bytes the server does not hold
+    yet, as every PUT writes a new file: an upload of bytes it holds already completes by
+    replacing the old copy, whose blocks are freed before the answer (35 ms for 100 MiB on a
+    disk mounted with ``discard``), a cost the PUT never paid and a new photo never does."""
+    digest = hashlib.sha256()
+    with file.open("rb") as source, target.open("wb") as out:
+        block = os.urandom(16) + source.read(MIB)[16:]
+        while block:
+            out.write(block)
+            digest.update(block)
+            block = source.read(MIB)
+        out.flush()
+        os.fsync(out.fileno())
+    return digest.hexdigest()
+
+
 def upload(
-    root: Path, server: UploadServer, token: str, file: Path, sha256: str, *extra: str,
+    root: Path, server: UploadServer, token: str, file: Path, *extra: str,
     url: str | None = None, sampler_pids: dict[str, int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, float]]:  # fmt: skip
-    """One device upload; (ready message, done message with the CPU seconds the device and
-    the server spent on it, RSS growth in MiB if sampled)."""
-    device = start_device(root, url or server.base_url, token, file, *extra)
+    """One device upload of a `fresh_copy` of `file`; (ready message, done message with the
+    CPU seconds the device and the server spent on it, RSS growth in MiB if sampled)."""
+    copy = root / f"upload-{time.monotonic_ns()}.bin"
+    sha256 = fresh_copy(file, copy)
+    device = start_device(root, url or server.base_url, token, copy, *extra)
     try:
         ready = device.expect("ready")
         if ready["sha256"] != sha256:
@@ -215,6 +237,7 @@ def upload(
     finally:
         device.close()
     check_on_server(server.base_url, token, ready["attachment_id"], sha256)
+    copy.unlink()
     return ready, done, growth
 
 
@@ -274,7 +297,7 @@ def measure_throughput(
                 cpu["put_client"].append(used["client_cpu_s"])
                 cpu["put_server"].append(used["server_cpu_s"])
             else:
-                _, done, _ = upload(root, server, token, file, sha256, url=base_url)
+                _, done, _ = upload(root, server, token, file, url=base_url)
                 device_s.append(done["upload_s"])
                 chunks_s.append(done["chunks_s"])
                 chunk_bytes += [chunk["bytes"] for chunk in done["chunks"]]
@@ -318,7 +341,7 @@ def measure_cuts(
     host, port = "127.0.0.1", server.port
     proxy = FaultProxy((host, port), plan).start()
     try:
-        _, done, _ = upload(root, server, token, file, sha256, "--fast-retries", url=proxy.base_url)
+        _, done, _ = upload(root, server, token, file, "--fast-retries", url=proxy.base_url)
         records = proxy.snapshot()
     finally:
         proxy.stop()
@@ -344,7 +367,7 @@ def measure_cuts(
 def measure_memory(
     root: Path, server: UploadServer, token: str, file: Path, sha256: str
 ) -> dict[str, Any]:
-    _, done, growth = upload(root, server, token, file, sha256,
+    _, done, growth = upload(root, server, token, file,
                              sampler_pids={"server": server.pid})  # fmt: skip
     with RssSampler({"server": server.pid}) as sampler:
         sampler.mark()
@@ -373,7 +396,7 @@ def measure_chunk_limits(
     rows = []
     for limit in limits_mib:
         put_s = put_file(server.base_url, file, f"limit-{limit}", sha256)
-        _, done, _ = upload(root, server, token, file, sha256, "--chunk-max", str(limit * MIB))
+        _, done, _ = upload(root, server, token, file, "--chunk-max", str(limit * MIB))
         rows.append(
             {
                 "chunk_max_mib": limit,
@@ -393,7 +416,7 @@ def measure_edit_behind(
 ) -> dict[str, Any]:  # fmt: skip
     """Edits queued at seeded moments within ``window_s`` of the upload's creation; with
     ``limit_s``, the target is each delivered within it, else within one chunk's time."""
-    _, done, _ = upload(root, server, token, file, sha256, "--edits", str(EDITS),
+    _, done, _ = upload(root, server, token, file, "--edits", str(EDITS),
                         "--edit-window", str(window_s), "--seed", str(seed),
                         url=via)  # fmt: skip
     behind = [edit["s"] for edit in done["edits_behind"]]
