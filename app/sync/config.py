@@ -38,8 +38,8 @@ class SyncConfig:
     #: waits (`app.sync.chunks`): edits go on their own connection, so a chunk only needs to
     #: be long enough to amortise the durable answer the server gives each one. The last
     #: chunk carries no checksum (the file's sha256 covers it), so the larger it is the less
-    #: either side hashes: at 128 MiB a 100 MiB file on a fast link goes as 1, 3 and 96 MiB,
-    #: and only the first 4 MiB are hashed for their chunks (at 64 MiB: 40 MiB, 5 chunks).
+    #: either side hashes: at 128 MiB a 100 MiB file on a fast link goes as 1 and 99 MiB,
+    #: and only the first MiB is hashed for its chunk (at 64 MiB: 1, 3, 9, 27 and 60 MiB).
     upload_chunk_bytes: int = 1 << 20
     upload_chunk_max_bytes: int = 128 << 20
     #: The most while edits flow (one is queued or was sent in the last ``upload_quiet_s``).
