@@ -82,6 +82,9 @@ def test_token_never_appears_in_the_database_or_the_logs(tmp_path: Path) -> None
     assert {e["device"] for e in request_lines if e["correlation_id"] in ("corr-1", "corr-2")} == {
         "phone-1"
     }
+    # One access line per request, ours: uvicorn's own would repeat it without the device.
+    first = [e["logger"] for e in process.entries() if e.get("correlation_id") == "corr-1"]
+    assert first == ["server.access"]
     with sqlite3.connect(path) as connection:
         dump = "\n".join(connection.iterdump())
     connection.close()
