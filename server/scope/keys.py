@@ -143,29 +143,35 @@ def restamp_changed(store: Store, after: int, last: int) -> int:
     its work order's keys: attachments never move their work order in the feed."""
     # Hand-written SQL: it runs at the end of every write transaction. One query reads the
     # range: the changed work orders with the columns their keys follow (first column NULL),
-    # then the changed attachments (their id first).
+    # each with one of its present keys per row (NULL: none), then the changed attachments
+    # (their id first). One round trip, where reading the keys apart took a second.
     orders = f'"{store.tables.WorkOrder._meta.table_name}"'
     files = f'"{store.tables.Attachment._meta.table_name}"'
     p = store.db.param
     columns = '"id", "seq", "assignee", "team", "created_by"'
-    in_range = f'WHERE "seq" > {p} AND "seq" <= {p}'
+    joined = ", ".join(f"o.{name}" for name in columns.split(", "))
     sql = (
-        f"SELECT NULL, {columns} FROM {orders} {in_range} UNION ALL "
-        f'SELECT "id", "entity_id", "seq", NULL, NULL, NULL FROM {files} {in_range}'
+        f'SELECT NULL, {joined}, s."key" FROM {orders} AS o LEFT JOIN {_table(store)} AS s '
+        f'ON s."entity_id" = o."id" AND s."present" WHERE o."seq" > {p} AND o."seq" <= {p} '
+        f'UNION ALL SELECT "id", "entity_id", "seq", NULL, NULL, NULL, NULL FROM {files} '
+        f'WHERE "seq" > {p} AND "seq" <= {p}'
     )
     rows: dict[str, tuple[Any, ...]] = {}
+    held: dict[str, set[str]] = defaultdict(set)
     attached: list[tuple[str, str, int]] = []
-    for attachment_id, *row in store.db.execute_sql(sql, [after, last, after, last]):
+    for attachment_id, *row, key in store.db.execute_sql(sql, [after, last, after, last]):
         if attachment_id is None:
             rows[row[0]] = tuple(row)
+            if key is not None:
+                held[row[0]].add(key)
         else:
             attached.append((attachment_id, row[0], row[1]))
     changed = {entity_id: row[1] for entity_id, row in rows.items()}
     owners = sorted(set(changed) | {entity_id for _, entity_id, _ in attached})
     if not owners:
         return 0
-    held = _present_keys(store, owners)
     others = [entity_id for entity_id in owners if entity_id not in rows]
+    held.update(_present_keys(store, others) if others else {})
     for chunk in _chunks(others, store.rows_per_statement(1)):
         marks = ", ".join([p] * len(chunk))
         sql = f'SELECT {columns} FROM {orders} WHERE "id" IN ({marks})'
