@@ -18,30 +18,130 @@ So every answer, error bodies and their precedence included, is the one FastAPI 
 (tests/server/test_one_hop.py compares the two over awkward requests). Async dependencies
 must not await (they run to completion in the thread); a route whose shape this does not
 cover is refused when the app is built.
+
+Those functions and fields are FastAPI's internals, and FastAPI is not pinned: when one of
+them is missing or no longer has the shape read here (`fastapi_gaps`), the route is served
+by FastAPI's own handler instead (the same answers, two hops), with a warning in the log.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import dataclasses
 import email.message
 import inspect
 import json
+import logging
+import threading
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastapi import routing as fastapi_routing
+from fastapi.dependencies import utils as fastapi_utils
 from fastapi.dependencies.models import Dependant
-from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic_core import PydanticUndefined
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-__all__ = ["OneHopRoute"]
+from server.logs import log_event
+
+__all__ = ["OneHopRoute", "fastapi_gaps"]
+
+logger = logging.getLogger(__name__)
 
 _Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+#: The parameters of FastAPI's functions called here, as they are called.
+_SIGNATURES = {
+    "request_body_to_args": ("body_fields", "received_body", "embed_body_fields"),
+    "request_params_to_args": ("fields", "received_params"),
+}
+#: The fields of a `Dependant` read here. Any other `…_param_name` is a kind of injected
+#: parameter this module does not know, so it cannot tell whether a route uses it.
+_DEPENDANT_FIELDS = frozenset(
+    (
+        "path_params", "query_params", "header_params", "cookie_params", "body_params",
+        "dependencies", "name", "call", "use_cache", "request_param_name",
+        "http_connection_param_name", "websocket_param_name", "response_param_name",
+        "background_tasks_param_name", "security_scopes_param_name",
+    )
+)  # fmt: skip
+#: What a route (or, included in a router, its effective context) must carry.
+_ROUTE_FIELDS = ("dependant", "body_field", "_embed_body_fields", "strict_content_type")
+
+
+def _signature_gaps() -> list[str]:
+    gaps = []
+    for name, expected in _SIGNATURES.items():
+        function = getattr(fastapi_utils, name, None)
+        try:
+            parameters = tuple(inspect.signature(function).parameters) if function else ()
+        except (TypeError, ValueError):
+            parameters = ()
+        if parameters != expected:
+            gaps.append(f"fastapi.dependencies.utils.{name}{expected}")
+    return gaps
+
+
+def fastapi_gaps(route: Any = None) -> list[str]:
+    """What one hop needs of FastAPI's internals (and of `route`, if given) that the installed
+    FastAPI does not have as this module reads it: empty when one hop can serve."""
+    gaps = _signature_gaps()
+    if not dataclasses.is_dataclass(Dependant):
+        gaps.append("Dependant as a dataclass")
+    else:
+        names = {field.name for field in dataclasses.fields(Dependant)}
+        gaps += [f"Dependant.{name}" for name in sorted(_DEPENDANT_FIELDS - names)]
+        gaps += [
+            f"Dependant.{name} (unknown)"
+            for name in sorted(names - _DEPENDANT_FIELDS)
+            if name.endswith("_param_name")
+        ]
+    # FastAPI ≥ 0.120 serves an included route through an effective context (its prefix and
+    # the includer's dependencies) handed to `get_route_handler` in a context variable; older
+    # ones copy the route instead. With the first but not the second, the route alone would
+    # miss the includer's dependencies.
+    effective = hasattr(fastapi_routing, "_EffectiveRouteContext")
+    if effective and not hasattr(fastapi_routing, "_effective_route_context_var"):
+        gaps.append("fastapi.routing._effective_route_context_var")
+    if route is not None:
+        gaps += [f"route.{name}" for name in _ROUTE_FIELDS if not hasattr(route, name)]
+    return gaps
+
+
+#: Threads the one-hop routes run in: as many as Starlette's own pool lets run at once (40).
+#: A plain executor: anyio's `to_thread` (which `run_in_threadpool` calls) spent more of the
+#: event loop per request than all the routing above it.
+_POOL_SIZE = 40
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_POOL_SIZE, thread_name_prefix="one-hop")
+        return _pool
+
+
+async def _in_thread(function: Callable[..., Response], *args: Any) -> Response:
+    """`function(*args)` in a worker thread, in a copy of this context (the correlation id),
+    as `run_in_threadpool` runs it; a cancellation waits for the thread, as anyio's does."""
+    context = contextvars.copy_context()
+    future = asyncio.get_running_loop().run_in_executor(
+        _thread_pool(), context.run, function, *args
+    )
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await asyncio.wait([future])
+        raise
 
 
 def _finish(value: Any) -> Any:
@@ -121,12 +221,12 @@ def _solve(
         (dependant.cookie_params, "cookies"),
     ):
         if params:  # the request's cookies (say) are parsed only for a route that reads them
-            found, problems = request_params_to_args(params, getattr(request, source))
+            found, problems = fastapi_utils.request_params_to_args(params, getattr(request, source))
             values.update(found)
             errors += problems
     if dependant.body_params:
         found, problems = _finish(
-            request_body_to_args(
+            fastapi_utils.request_body_to_args(
                 body_fields=dependant.body_params, received_body=body, embed_body_fields=False
             )
         )
@@ -174,6 +274,13 @@ class OneHopRoute(APIRoute):
         context = included.get() if included is not None else None
         if context is not None and getattr(context, "original_route", None) is self:
             route = context
+        gaps = fastapi_gaps(route)
+        if gaps:
+            log_event(
+                logger, logging.WARNING, "one-hop routing unavailable: FastAPI's handler serves",
+                path=self.path, fastapi_missing=gaps,
+            )  # fmt: skip
+            return super().get_route_handler()
         dependant: Dependant = route.dependant
         problems = _unsupported(dependant)
         endpoint: Callable[..., Any] = dependant.call or _no_endpoint
@@ -215,7 +322,6 @@ class OneHopRoute(APIRoute):
                 raise
             except Exception as error:
                 raise _unreadable() from error
-            response: Response = await run_in_threadpool(serve, request, raw)
-            return response
+            return await _in_thread(serve, request, raw)
 
         return handle

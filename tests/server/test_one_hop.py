@@ -4,6 +4,7 @@ the same status, body and headers for awkward requests, in the same order of pre
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import APIRouter
+from fastapi.dependencies import utils as fastapi_utils
 
 from server.embedded import provision_device, start_server
 from server.routes import mutations
@@ -156,3 +158,47 @@ def test_successes_and_the_rate_limit_answer_alike(
     # The third token went on a request without a key; the fourth request has none left.
     assert [status for status, _ in statuses] == [422, 400, 429]
     assert statuses[2][1] == {"error": "rate_limited"}
+
+
+def test_fastapi_changed_internals_fall_back_to_its_own_handler(
+    server_sqlite: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A FastAPI whose internals changed shape serves the routes with its own handler (and
+    says so in the log): every answer stays the one-hop server's."""
+    token = provision_device(server_sqlite, new_id(), "worker")
+    cases = _cases(token)
+
+    def answers() -> list[tuple[int, Any, dict[str, str]]]:
+        with (
+            start_server(server_sqlite, rate_limit_per_second=0) as server,
+            httpx.Client(base_url=server.base_url) as client,
+        ):
+            return [_answer(client.post(p, headers=h, content=b)) for _, p, h, b in cases]
+
+    served = answers()
+    original = fastapi_utils.request_body_to_args
+
+    async def reshaped(
+        body_fields: Any, received_body: Any, embed_body_fields: bool, *, more: Any = None
+    ) -> Any:
+        return await original(body_fields, received_body, embed_body_fields)
+
+    parsed = []
+    body = one_hop._json_body
+    monkeypatch.setattr(one_hop, "_json_body", lambda *a: parsed.append(1) or body(*a))
+    monkeypatch.setattr(fastapi_utils, "request_body_to_args", reshaped)
+    with caplog.at_level(logging.WARNING, logger=one_hop.logger.name):
+        fallen_back = answers()
+    assert parsed == [], "FastAPI's own handler served every request"
+    warned = {r.path for r in caplog.records if r.msg.startswith("one-hop routing unavailable")}
+    assert warned == {SINGLE, BATCH}
+    for (label, *_), one, fallback in zip(cases, served, fallen_back, strict=True):
+        assert one == fallback, label
+
+
+def test_gaps_name_what_fastapi_lacks() -> None:
+    assert one_hop.fastapi_gaps() == []  # the FastAPI installed here
+    assert one_hop.fastapi_gaps(object()) == [
+        "route.dependant", "route.body_field", "route._embed_body_fields",
+        "route.strict_content_type",
+    ]  # fmt: skip
