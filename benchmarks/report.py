@@ -361,6 +361,20 @@ def render_ui(runs: dict[str, Run]) -> str:
 SERVER_TARGETS = {"sqlite": (0.3, 0.7), "postgresql": (0.5, 0.7)}
 
 
+def _floor_reason(ratios: dict[str, float], target: float) -> str:
+    """Why a single-endpoint target is missed, when the floor measured beside it says so: a
+    bare ASGI app writing the same rows in one hop (no authentication, validation or logs)
+    is the most any endpoint of this stack can reach on this machine."""
+    floor = ratios["bare_asgi_raw_rows_vs_raw"]
+    if ratios["single_vs_raw"] >= target or floor >= target * 1.1:
+        return ""
+    return (
+        f" (this stack's floor, the same rows through a bare ASGI app in one hop, reaches "
+        f"{floor:.2f}× on this machine: the endpoint is at "
+        f"{ratios['single_vs_bare_asgi_raw_rows']:.2f}× of it)"
+    )
+
+
 def _server_rows(backend: str, label: str, figures: dict[str, Any]) -> list[tuple[str, ...]]:
     single, batch, healthz = figures["single"], figures["batch"], figures["healthz_ms"]
     cpu, ratios = figures["cpu_per_single_us"], figures["ratios"]
@@ -376,7 +390,8 @@ def _server_rows(backend: str, label: str, figures: dict[str, Any]) -> list[tupl
             f"{rate(single['fresh_connection'])}/s",
             f"raw driver: {rate(single['raw_same_rows'])}/s",
             f"{ratios['single_vs_raw']:.2f}×",
-            f"≥ {single_target}×: {met(ratios['single_vs_raw'] >= single_target)}",
+            f"≥ {single_target}×: {met(ratios['single_vs_raw'] >= single_target)}"
+            + _floor_reason(ratios, single_target),
         ),
         (
             f"{label}: batch endpoint (100)",
