@@ -108,14 +108,17 @@ def execute_idempotent(
                     for position in pending:
                         call = calls[position]
                         claim = owned[call.key]
+                        mark = sequence.last
                         try:
                             with store.db.atomic():
                                 reply = call.effect(sequence)
                                 finish(store, claim, reply)
                             answered[call.key] = reply
                         except LostClaim:
+                            sequence.forget_fresh(mark)
                             lost.append(call)
                         except Exception:
+                            sequence.forget_fresh(mark)
                             log_event(logger, logging.ERROR, "effect failed", key=call.key)
                             logger.exception("effect failed")
                             failed.append(claim)

@@ -76,6 +76,8 @@ class ChangeSequence:
         self.start = last
         self.last = last
         self.limit = limit
+        #: Number → (id, assignee, team, created_by) of each work order inserted new at it.
+        self.fresh: dict[int, tuple[str, str, str, str]] = {}
 
     def next(self) -> int:
         if self.limit is not None and self.last >= self.limit:
@@ -86,6 +88,20 @@ class ChangeSequence:
     def rewind(self, last: int) -> None:
         """Hand out the numbers after `last` again (their writes were rolled back)."""
         self.last = last
+        self.forget_fresh(last)
+
+    def forget_fresh(self, after: int) -> None:
+        """Forget the new work orders numbered after `after` (a savepoint rolled them back;
+        their numbers stay unused)."""
+        self.fresh = {seq: order for seq, order in self.fresh.items() if seq <= after}
+
+    def note_fresh(self, seq: int, entity_id: str, assignee: str, team: str, creator: str) -> None:
+        """The work order inserted at number `seq` had no row before (a new id)."""
+        self.fresh[seq] = (entity_id, assignee, team, creator)
+
+    def only_fresh(self) -> dict[int, tuple[str, str, str, str]] | None:
+        """The new work orders, when they are every change this transaction numbered."""
+        return self.fresh if len(self.fresh) == self.last - self.start else None
 
 
 class Store:
@@ -191,7 +207,7 @@ class Store:
             yield sequence
             if sequence.last != sequence.start:
                 # Every change reaches the scoped feeds in the same transaction.
-                restamp_changed(self, sequence.start, sequence.last)
+                restamp_changed(self, sequence.start, sequence.last, sequence.only_fresh())
                 if not self.is_postgres:
                     table, p = self.tables.ChangeCounter._meta.table_name, self.db.param
                     self.db.execute_sql(

@@ -112,6 +112,10 @@ def apply_mutation_batch(
         if entity_id in read_version
     ]
     _insert(store, created)
+    for record in created:  # new ids: `_load` found no row of theirs, and the INSERT had none
+        sequence.note_fresh(
+            record["seq"], record["id"], record["assignee"], record["team"], record["created_by"]
+        )
     _update(store, updated)
     write_log(store, log)
     if gate is not None:

@@ -202,6 +202,9 @@ def _apply(
             **stamp(1, device_name, sequence),
         }
         if _insert_new(store, values):
+            sequence.note_fresh(
+                values["seq"], mutation.entity_id, values["assignee"], values["team"], creator
+            )
             at = values["updated_at"]
             entry = log_entry(author, mutation.entity_id, 1, at, created_fields(values))
             write_log(store, [entry])

@@ -134,13 +134,31 @@ def _present_keys(store: Store, entity_ids: Sequence[str]) -> dict[str, set[str]
     return held
 
 
-def restamp_changed(store: Store, after: int, last: int) -> int:
+def restamp_changed(
+    store: Store,
+    after: int,
+    last: int,
+    fresh: Mapping[int, tuple[str, str, str, str]] | None = None,
+) -> int:
     """Bring the scope entries up to the changes numbered (after, last]; return how many
     changes that was. Runs inside the write transaction.
 
     A changed work order's present entries (and those of keys it just left) move to its
     change. A changed attachment gets entries of its own (`FILE` + the attachment's id) under
-    its work order's keys: attachments never move their work order in the feed."""
+    its work order's keys: attachments never move their work order in the feed.
+
+    `fresh`, when every change of the range is a work order inserted under a new id (number →
+    id, assignee, team, creator), spares the reads: a new id has no entries yet (every entry
+    is written for a work order that exists, and work orders are never deleted), so its
+    entries are its own keys, present, at its number."""
+    if fresh is not None:
+        new: list[Entry] = [
+            (key, entity_id, seq, True)
+            for seq, (entity_id, assignee, team, creator) in sorted(fresh.items())
+            for key in sorted(record_keys(assignee, team, creator))
+        ]
+        upsert_entries(store, new)
+        return len(fresh)
     # Hand-written SQL: it runs at the end of every write transaction. One query reads the
     # range: the changed work orders with the columns their keys follow (first column NULL),
     # each with one of its present keys per row (NULL: none), then the changed attachments
