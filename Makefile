@@ -48,17 +48,22 @@ system-deps:
 system-deps-run:
 	@sh scripts/system-deps.sh run
 
+# The venv's pip installs uv, and uv the rest: it fetches and unpacks the wheels in parallel,
+# a few seconds where pip took 20 to 70 on a fresh clone, before any test could start. Bytecode
+# is compiled at install, as pip does, not by each test worker racing the others for it.
+UV := VIRTUAL_ENV=$(abspath $(VENV)) UV_COMPILE_BYTECODE=1 $(BIN)/uv
+
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet uv
 
 $(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e '.[server]'
+	$(UV) pip install --quiet -e '.[server]'
 	touch $(RUN_STAMP)
 
 # The test install covers the run one.
 $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,server]'
+	$(UV) pip install --quiet -e '.[dev,server]'
 	touch $(TEST_STAMP) $(RUN_STAMP)
 
 $(NODE_STAMP): $(INTEROP)/package.json $(INTEROP)/package-lock.json
