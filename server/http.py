@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import orjson
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -128,13 +129,25 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+class _ReplyJSON(JSONResponse):
+    """A reply's body as Starlette writes it (compact UTF-8 JSON), by orjson when it can: the
+    same bytes for the text, integers, booleans and nulls a reply holds, several times faster
+    than the standard library, which answers what orjson refuses (a lone surrogate, say)."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return orjson.dumps(content)
+        except TypeError:
+            return super().render(content)
+
+
 def reply_response(reply: Reply) -> JSONResponse:
     headers: dict[str, str] = {}
     if reply.replayed:
         headers["Idempotent-Replayed"] = "true"
     if reply.retry_after is not None:
         headers["Retry-After"] = str(reply.retry_after)
-    return JSONResponse(reply.body, status_code=reply.status, headers=headers)
+    return _ReplyJSON(reply.body, status_code=reply.status, headers=headers)
 
 
 def domain_answer(error: DomainError) -> JSONResponse:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from fastapi.responses import JSONResponse
+
 from server.db.idempotency import (
     IdempotentCall,
     Reply,
@@ -13,6 +15,7 @@ from server.db.idempotency import (
 )
 from server.db.store import open_store
 from server.devices.ratelimit import RateLimiter
+from server.http import reply_response
 from server.metrics import Metrics
 from server.settings import Settings
 
@@ -106,3 +109,15 @@ def test_a_counter_of_the_process_has_no_device_label_and_starts_at_zero() -> No
     assert "\nfieldsync_admission_refusals_total 2\n" in text
     assert "fieldsync_admission_refusals_total{" not in text
     assert metrics.value("fieldsync_admission_refusals_total") == 2
+
+
+def test_a_reply_is_written_as_starlette_writes_json() -> None:
+    body = {"record": {"title": "Pumpe prüfen ☃", "version": 2, "deleted": False, "due": None},
+            "detail": [{"loc": ["fields", 0], "msg": "a \"quote\"\n"}]}  # fmt: skip
+    fast = reply_response(Reply(409, body, replayed=True))
+    assert fast.body == JSONResponse(body).body
+    assert fast.status_code == 409
+    assert fast.headers["idempotent-replayed"] == "true"
+    assert fast.headers["content-type"] == "application/json"
+    huge = {"version": 2**70}  # past 64 bits: orjson refuses it, the standard library writes it
+    assert reply_response(Reply(200, huge)).body == JSONResponse(huge).body
