@@ -28,13 +28,8 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import uvicorn
-from fastapi import FastAPI
-from uvicorn.supervisors import Multiprocess
-
-from server.app import create_app
 from server.auth import (
     ROLES,
     DeviceExistsError,
@@ -47,11 +42,16 @@ from server.auth import (
 from server.console.cli import USER_COMMANDS, add_user_commands
 from server.db.idempotency import prune_expired
 from server.db.store import Store, open_store
-from server.listen import listening_socket, uvicorn_config
 from server.logs import configure_logging, log_event
 from server.settings import Settings, default_db_url
-from server.supervision import end_with_supervisor
 from server.uploads.budgets import DeviceUse, device_use, mib
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+# The web stack (FastAPI, uvicorn, the app's routes and console: 0.7 s of CPU) is imported by
+# `serve` alone, and by a `--workers` supervisor only in the workers it spawns: every other
+# subcommand is a short run against the database that an admin, a script or a test waits on.
 
 __all__ = ["main"]
 
@@ -233,6 +233,9 @@ class _ServeApp:
     supervisor_pid: int | None = None
 
     def __call__(self) -> FastAPI:
+        from server.app import create_app
+        from server.supervision import end_with_supervisor
+
         configure_logging(self.log_level)  # a spawned worker starts with no logging set up
         if self.supervisor_pid is not None:
             end_with_supervisor(self.supervisor_pid)
@@ -252,6 +255,11 @@ def _shared_limit(args: argparse.Namespace) -> bool | None:
 
 
 def _serve(args: argparse.Namespace, db_url: str) -> int:
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    from server.listen import listening_socket, uvicorn_config
+
     configure_logging(args.log_level)
     settings = Settings(
         db_url=db_url,
