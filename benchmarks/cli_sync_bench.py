@@ -9,8 +9,9 @@ off), times:
 
 - the reference: the server's own batch ingest of the very same mutations (read from the
   device's queue: the same fields, under new ids and keys, as another person's) posted
-  straight to `POST /v1/mutations/batch` in batches of the engine's first size from one
-  kept-alive httpx.AsyncClient, as many in flight as the engine keeps
+  straight to `POST /v1/mutations/batch` in the engine's batches (its first size, growing
+  alike while they come back full) from one kept-alive httpx.AsyncClient, as many in flight
+  as the engine keeps
   (`drain_setup.reference_ingest`, which `sync_bench.py` uses too);
 - the command as a new user runs it: `fieldsync --data-dir D --server URL sync --until-idle`
   with `FIELDSYNC_TOKEN`, timed from process start to exit, defaults untouched (the
@@ -48,8 +49,8 @@ import httpx
 from bench_server import ServerProcess, temp_dir
 from cpu_probe import CpuWindow, tree
 from drain_setup import (
-    BATCH,
     IN_FLIGHT,
+    drain_batches,
     expect_on_server,
     offline_creates,
     offline_device,
@@ -289,7 +290,7 @@ def run(plan: Plan, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
             "ingest_s_median": round(ingest_s, 3),
             "command_s_median": round(command_s, 3),
             "reference_batches_in_flight": IN_FLIGHT,
-            "reference_batch_size": BATCH,
+            "reference_batches": drain_batches(SyncConfig(server_url="unused")),
             "command": "fieldsync --data-dir D --server URL sync --until-idle (FIELDSYNC_TOKEN)",
             "server": "a fresh separate process per run (fieldsync-server serve, SQLite, "
             "loopback): the reference and the command, each its own person, taking turns "

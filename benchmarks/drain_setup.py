@@ -26,6 +26,7 @@ __all__ = [
     "BATCH",
     "FIELDS",
     "IN_FLIGHT",
+    "LARGEST_BATCH",
     "drain_batches",
     "expect_on_server",
     "offline_creates",
@@ -36,8 +37,10 @@ __all__ = [
 
 FIELDS = {"title": "Replace pump seal", "site": "Depot 4, bay 2", "notes": "Leaks at 3 bar."}
 _ENGINE = SyncConfig(server_url="unused")
-#: The engine's first batch, and the size of every batch the reference posts.
+#: The engine's first batch, and the reference's.
 BATCH = _ENGINE.batch_size
+#: What the engine's batches grow to while they come back full; the reference's grow as far.
+LARGEST_BATCH = _ENGINE.largest_batch
 #: Batches the engine keeps on the wire; the reference keeps as many.
 IN_FLIGHT = _ENGINE.delivery_pipeline
 
@@ -69,28 +72,45 @@ def offline_device(data_dir: Path, edits: int) -> Iterator[Store]:
 
 
 async def reference_ingest(base_url: str, token: str, mutations: list[dict[str, Any]]) -> float:
-    """Seconds to post `mutations` to `POST /v1/mutations/batch` in batches of BATCH, IN_FLIGHT
-    at a time, on kept-alive connections, each with a correlation id as the engine sends."""
-    waiting = iter(
-        [{"mutations": mutations[i : i + BATCH]} for i in range(0, len(mutations), BATCH)]
-    )
+    """Seconds to post `mutations` to `POST /v1/mutations/batch` in the engine's batches, on
+    kept-alive connections, each with a correlation id as the engine sends.
+
+    The same work as the engine's flush, so that the ratio measures the engine and not a batch
+    size: one batch of BATCH first, then IN_FLIGHT at a time, each answered batch doubling the
+    size of the next up to LARGEST_BATCH (`app/sync/pipeline.py` grows its batches alike)."""
+    size, sent = BATCH, 0
     headers = {"Authorization": f"Bearer {token}"}
+
+    def next_body() -> dict[str, Any] | None:
+        nonlocal sent
+        if sent >= len(mutations):
+            return None
+        batch = mutations[sent : sent + size]
+        sent += len(batch)
+        return {"mutations": batch}
+
     async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60.0) as client:
         await client.get("/healthz")  # open the first connection, as the engine's probe does
 
+        async def post(body: dict[str, Any]) -> None:
+            nonlocal size
+            reply = await client.post(
+                "/v1/mutations/batch", json=body, headers={"X-Correlation-ID": str(uuid.uuid4())}
+            )
+            reply.raise_for_status()
+            statuses = {item["status"] for item in reply.json()["results"]}
+            if statuses != {201}:
+                raise RuntimeError(f"reference batch answered {statuses}")
+            size = min(size * 2, LARGEST_BATCH)
+
         async def post_batches() -> None:
-            for body in waiting:  # shared: each poster takes the next batch not yet sent
-                reply = await client.post(
-                    "/v1/mutations/batch",
-                    json=body,
-                    headers={"X-Correlation-ID": str(uuid.uuid4())},
-                )
-                reply.raise_for_status()
-                statuses = {item["status"] for item in reply.json()["results"]}
-                if statuses != {201}:
-                    raise RuntimeError(f"reference batch answered {statuses}")
+            while (body := next_body()) is not None:  # each poster takes the next batch
+                await post(body)
 
         started = time.perf_counter()
+        first = next_body()
+        if first is not None:
+            await post(first)
         async with asyncio.TaskGroup() as posters:
             for _ in range(IN_FLIGHT):
                 posters.create_task(post_batches())

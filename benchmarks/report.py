@@ -273,8 +273,9 @@ def render_sync(runs: dict[str, Run]) -> str:
     )
     return (
         f"{drain}\n\n"
-        f"The ingest reference keeps {run['metadata.reference_batches_in_flight']} batches in "
-        f"flight, as the engine does. Reconcile of {run['metadata.reconcile_changes']:,} server "
+        f"The ingest reference posts the engine's batches "
+        f"({run['metadata.reference_batches']}) and keeps "
+        f"{run['metadata.reference_batches_in_flight']} in flight, as the engine does. Reconcile of {run['metadata.reconcile_changes']:,} server "
         "changes: "
         f"{run['reconcile_10k_changes_s']:.2f} s; idle CPU offline: "
         f"{run['idle_cpu_percent_offline']:.2f} % over {run['metadata.idle_window_s']:g} s (≈ 0: "
@@ -313,6 +314,8 @@ def render_cli_sync(runs: dict[str, Run]) -> str:
     body = table(["measurement", "figure", "baseline in the same run", "target"], rows)
     return (
         f"{body}\n\n"
+        f"The server's ingest posts the engine's batches ({run['metadata.reference_batches']}), "
+        f"{run['metadata.reference_batches_in_flight']} in flight. "
         f"Mutation replies: {lean['mutation_reply_bytes']:,} bytes in "
         f"{lean['mutation_requests']} requests. "
         f"{run['metadata.mode'].capitalize()} run, medians of {run['metadata.runs']} runs "

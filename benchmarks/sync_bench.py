@@ -16,9 +16,10 @@ on a free loopback port) so device and server never share a GIL.
   server is then checked to hold all N records. The total (including the reconcile the engine
   does right after the flush) is printed beside it.
 - server batch ingest (the reference): the same N creates posted straight to
-  ``POST /v1/mutations/batch`` in batches of the engine's first size from one kept-alive
-  httpx.AsyncClient, keeping as many batches in flight as the engine does
-  (``SyncConfig.delivery_pipeline``), no device queue (``drain_setup.reference_ingest``).
+  ``POST /v1/mutations/batch`` in the engine's batches (its first size, growing alike to
+  ``largest_batch``) from one kept-alive httpx.AsyncClient, keeping as many batches in flight
+  as the engine does (``SyncConfig.delivery_pipeline``), no device queue
+  (``drain_setup.reference_ingest``).
 - reconcile: the reference client's N records (made by another device of the same person, so
   in the fresh device's scope) are pulled by a fresh device's engine (``/v1/changes`` pages
   applied to its cache), timed from the pull's start to its end.
@@ -54,6 +55,7 @@ from bench_server import ServerProcess, free_port, temp_dir
 from drain_setup import (
     BATCH,
     IN_FLIGHT,
+    LARGEST_BATCH,
     drain_batches,
     expect_on_server,
     offline_creates,
@@ -184,8 +186,8 @@ async def _drain(
 
 
 def measure_ingest_then_reconcile(edits: int) -> tuple[float, ReconcileResult]:
-    """Edits/s through POST /v1/mutations/batch straight from httpx, BATCH per request and
-    IN_FLIGHT requests at once; then a fresh device reconciles: the reference client was the
+    """Edits/s through POST /v1/mutations/batch straight from httpx, in the engine's batches
+    and IN_FLIGHT requests at once; then a fresh device reconciles: the reference client was the
     other device that made the changes.
     """
     mutations = [
@@ -406,6 +408,7 @@ def run(plan: Plan, scale: str, say: Callable[[str], None]) -> dict[str, Any]:
             "edits_per_drain": {"batch": plan.edits, "single": plan.single_edits},
             "edits_per_reference_ingest": plan.edits,
             "reference_batches_in_flight": IN_FLIGHT,
+            "reference_batches": drain_batches(engine_config("unused", batch_size=BATCH)),
             "engine_batches_in_flight": IN_FLIGHT,
             "drain_ends": "every job done (none dead or in conflict), then the server is checked "
             "to hold every record",
@@ -488,7 +491,7 @@ def print_table(
     print(header)
     print("-" * len(header))
     print(
-        f"{f'server batch ingest ({BATCH}/req, {IN_FLIGHT} in flight)':<44} "
+        f"{f'server batch ingest ({BATCH}–{LARGEST_BATCH}/req, {IN_FLIGHT} in flight)':<44} "
         f"{ingest_rate:>10,.0f}/s {spread(ingest, ',.0f'):>20} {'1.00':>10}"
     )
     for mode in ("batch", "single"):
