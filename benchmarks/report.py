@@ -932,7 +932,7 @@ DISK_FULL_ROWS = [
 ]
 OTHER_ROWS = [
     ("Reconnect storm: devices", "{r[reconnect_storm.devices]}"),
-    ("Peak sends (`/v1/mutations…`) per 100 ms, jitter off → on", STORM),
+    ("Peak sends (`/v1/mutations…`) per 100 ms of due time, jitter off → on", STORM),
     ("**Peak ratio (on / off)**", "**{r[reconnect_storm.peak_ratio_sends]:.2f}**"),
     ("Week outage: network attempts per hour (mean / max / bound)", OUTAGE),
     ("Week outage: attempts in total", "{r[long_outage.attempts_during_outage]:,}"),
