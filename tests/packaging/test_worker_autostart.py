@@ -5,8 +5,10 @@ worker lock: it stands by while the lock is held instead of delivering beside it
 from __future__ import annotations
 
 import configparser
+import queue
 import subprocess
 import sys
+import threading
 import time
 import tomllib
 from pathlib import Path
@@ -57,6 +59,29 @@ def test_the_install_docs_say_which_to_use_where() -> None:
     assert AUTOSTART.name in readme
 
 
+def wait_for_line(process: subprocess.Popen[str], wanted: str, timeout: float) -> str:
+    """What `process` printed up to its first line containing `wanted` (its stdout, text)."""
+    assert process.stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line)
+            if wanted in line:
+                return
+
+    threading.Thread(target=pump, daemon=True).start()
+    read = ""
+    deadline = time.monotonic() + timeout
+    while wanted not in read:
+        try:
+            read += lines.get(timeout=max(deadline - time.monotonic(), 0))
+        except queue.Empty:
+            raise AssertionError(f"no {wanted!r} within {timeout} s:\n{read}") from None
+    return read
+
+
 def test_while_the_app_holds_the_lock_the_autostarted_worker_stands_by(tmp_path: Path) -> None:
     data = tmp_path / "device"
     with Store(data) as store:
@@ -78,14 +103,16 @@ def test_while_the_app_holds_the_lock_the_autostarted_worker_stands_by(tmp_path:
             text=True, env=env,
         )  # fmt: skip
         try:
-            time.sleep(3)
-            assert worker.poll() is None
+            # Its first try at the lock comes after its SIGTERM handler is in place: until
+            # then a busy machine may still be importing, and SIGTERM would kill it (-15).
+            read = wait_for_line(worker, "standing by", timeout=60)
+            assert worker.poll() is None, read
             with Store(data) as store:
                 assert store.stats()["queue_depth"]["pending"] == 1
         finally:
             worker.terminate()
             out, _ = worker.communicate(timeout=30)
-        assert worker.returncode == 0, out
-        assert "standing by" in out, out
+        assert worker.returncode == 0, read + out
+        assert "worker: stopped" in out, read + out
     finally:
         held.release()
