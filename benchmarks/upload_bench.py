@@ -72,7 +72,8 @@ from link_proxy import ShapedLink  # noqa: E402
 from results_file import SMOKE_HELP, RunWindow, add_json_option, publish, run_mode  # noqa: E402
 from rss import RssSampler  # noqa: E402
 
-from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo, cut_body  # noqa: E402
+from tests.chaos.plans import PASS, Fault, RequestInfo, cut_body  # noqa: E402
+from tests.chaos.proxy import FaultProxy  # noqa: E402
 
 #: The code these figures depend on: report.py --check fails once it changes after the
 #: commit a results file measured (benchmarks/staleness.py).

@@ -17,7 +17,7 @@ from typing import Any
 from app.store.store import Store
 from tests.chaos.audit import Audit, audit, check_values, read_device, read_server
 from tests.chaos.helpers import Device, run_cli
-from tests.chaos.proxy import RequestRecord
+from tests.chaos.plans import RequestRecord
 
 SHARED = 3
 MUTATIONS = "/v1/mutations"

@@ -19,7 +19,8 @@ from app import cli
 from app.store.store import Store
 from tests.chaos import proxy as faults
 from tests.chaos.helpers import add_device, run_cli
-from tests.chaos.proxy import FaultProxy, ScriptedPlan
+from tests.chaos.plans import ScriptedPlan
+from tests.chaos.proxy import FaultProxy
 from tests.support.serve import ServerProcess
 
 DB = "fieldsync.sqlite3"

@@ -22,7 +22,8 @@ import pytest
 from app.store.store import Store
 from tests.chaos.audit import Audit, audit, check_values, read_device, read_server
 from tests.chaos.helpers import Device, add_device, fill_disk, record_figures, run_cli, small_disk
-from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo
+from tests.chaos.plans import PASS, Fault, RequestInfo
+from tests.chaos.proxy import FaultProxy
 from tests.support.serve import ServerProcess
 
 DISK_BYTES = 4 << 20

@@ -35,7 +35,8 @@ from tests.chaos.fleet import (
     settle,
 )
 from tests.chaos.helpers import Device, add_device, record_figures
-from tests.chaos.proxy import FaultProxy, ForcedFaults, RandomPlan, drop_response
+from tests.chaos.plans import ForcedFaults, RandomPlan, drop_response
+from tests.chaos.proxy import FaultProxy
 from tests.support.serve import ServerProcess
 
 #: Mutation requests (counted from 0) whose answer is dropped whatever the seed draws.

@@ -13,7 +13,8 @@ import pytest
 
 from tests.chaos import proxy as faults
 from tests.chaos.helpers import add_device, new_id
-from tests.chaos.proxy import FaultProxy, RandomPlan, ScriptedPlan
+from tests.chaos.plans import RandomPlan, ScriptedPlan
+from tests.chaos.proxy import FaultProxy
 from tests.support.serve import ServerProcess
 
 

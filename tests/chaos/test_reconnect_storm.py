@@ -35,7 +35,8 @@ from app.sync.engine import SyncConfig, SyncEngine
 from app.sync.transport import TransportConfig
 from tests.chaos.conftest import SCALE
 from tests.chaos.helpers import add_device, record_figures
-from tests.chaos.proxy import FaultProxy, RequestRecord
+from tests.chaos.plans import RequestRecord
+from tests.chaos.proxy import FaultProxy
 from tests.support.serve import ServerProcess
 
 JITTER_S = SyncConfig.reconnect_jitter_s  # the default

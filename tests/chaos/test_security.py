@@ -23,7 +23,8 @@ from app.sync.errors import NetworkError
 from app.sync.transport import ServerClient, TransportConfig
 from tests.chaos import proxy as faults
 from tests.chaos.helpers import add_device, new_id, run_cli
-from tests.chaos.proxy import FaultProxy, ScriptedPlan
+from tests.chaos.plans import ScriptedPlan
+from tests.chaos.proxy import FaultProxy
 from tests.support.serve import ServerProcess, server_command
 
 

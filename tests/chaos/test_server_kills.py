@@ -39,7 +39,8 @@ from tests.chaos.fleet import (
     settle,
 )
 from tests.chaos.helpers import Device, add_device, record_figures
-from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo
+from tests.chaos.plans import PASS, Fault, RequestInfo
+from tests.chaos.proxy import FaultProxy
 from tests.chaos.restarts import Restarts
 from tests.support.postgres import PostgresCluster
 from tests.support.serve import ServerProcess

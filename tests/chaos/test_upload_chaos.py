@@ -25,7 +25,8 @@ import pytest
 
 from tests.chaos import proxy as faults
 from tests.chaos.helpers import add_device, record_figures
-from tests.chaos.proxy import PASS, Fault, FaultProxy, RequestInfo
+from tests.chaos.plans import PASS, Fault, RequestInfo
+from tests.chaos.proxy import FaultProxy
 from tests.chaos.restarts import Restarts
 from tests.chaos.uploads import (
     CHUNK,

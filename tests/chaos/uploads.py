@@ -26,7 +26,7 @@ from app.states import AttachmentState
 from app.store.store import Store
 from server.db.store import open_store
 from tests.chaos.helpers import REPO, Device
-from tests.chaos.proxy import RequestRecord
+from tests.chaos.plans import RequestRecord
 
 CHUNK = 256 * 1024
 #: Three files, none a multiple of the chunk (so the last PATCH of each is told apart).

@@ -22,7 +22,8 @@ from urllib.parse import urlsplit
 from PIL import Image
 
 from server.embedded import provision_device
-from tests.chaos.proxy import PASS, FaultProxy, RequestInfo, delay
+from tests.chaos.plans import PASS, RequestInfo, delay
+from tests.chaos.proxy import FaultProxy
 from tests.e2e.desktop import Desktop, Gui, Screen, gui_marks
 from tests.support.api import ServerApi
 from tests.support.serve import ServerProcess

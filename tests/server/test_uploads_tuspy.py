@@ -14,7 +14,8 @@ from tusclient.exceptions import TusCommunicationError
 from tusclient.uploader import Uploader
 
 from server.embedded import EmbeddedServer
-from tests.chaos.proxy import PASS, FaultProxy, ScriptedPlan, cut_body
+from tests.chaos.plans import PASS, ScriptedPlan, cut_body
+from tests.chaos.proxy import FaultProxy
 from tests.support.api import ServerApi
 from tests.support.tus import TUS, file_metadata
 

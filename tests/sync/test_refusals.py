@@ -22,7 +22,8 @@ from app.store.db import connection
 from app.store.jobs import TOPIC_ATTACHMENTS
 from app.store.store import Store
 from server.embedded import EmbeddedServer, start_server
-from tests.chaos.proxy import FaultProxy, ScriptedPlan, status
+from tests.chaos.plans import ScriptedPlan, status
+from tests.chaos.proxy import FaultProxy
 from tests.support.api import ServerApi
 from tests.sync.conftest import CREW
 from tests.sync.sync_support import job_rows, make_engine, make_store, run_engine_until
