@@ -53,7 +53,11 @@ class LoopbackProxy:
         self.upstream = upstream
         self.port = 0  # 0 until `start()`; kept, so that listening again takes the same port
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=self.thread_name)
+        # A daemon: a test or benchmark that fails before `stop()` must not hang the
+        # interpreter's exit on a loop that runs forever.
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name=self.thread_name, daemon=True
+        )
         self._server: asyncio.Server | None = None
         self._open: set[asyncio.StreamWriter] = set()  # connections `stop()` aborts
         self._tasks: set[asyncio.Future[None]] = set()  # what `stop()` cancels and awaits
@@ -71,12 +75,17 @@ class LoopbackProxy:
         return self
 
     def stop(self) -> None:
+        """Close every connection, then stop the loop and its thread, even if the closing
+        fails or times out (its error is raised after)."""
         if not self._thread.is_alive():
             return
-        self._call(self._shutdown())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
+        try:
+            self._call(self._shutdown())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            if not self._thread.is_alive():
+                self._loop.close()
 
     def __enter__(self) -> Self:
         return self.start()

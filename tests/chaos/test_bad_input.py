@@ -17,7 +17,7 @@ import pytest
 
 from app import cli
 from app.store.store import Store
-from tests.chaos import proxy as faults
+from tests.chaos import plans as faults
 from tests.chaos.helpers import add_device, run_cli
 from tests.chaos.plans import ScriptedPlan
 from tests.chaos.proxy import FaultProxy

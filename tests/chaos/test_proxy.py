@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import socket
 import socketserver
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.chaos import proxy as faults
+from tests.chaos import plans as faults
 from tests.chaos.helpers import add_device, new_id
 from tests.chaos.plans import RandomPlan, ScriptedPlan
 from tests.chaos.proxy import FaultProxy
@@ -272,3 +275,13 @@ def test_a_client_gone_mid_body_is_recorded_with_what_it_sent(
     assert record.header("Upload-Offset") == "8192"
     assert record.upstream_status is None
     assert upstream.bodies == []  # nothing of an unfinished body is forwarded
+
+
+def test_a_proxy_left_running_does_not_hold_the_interpreter_at_exit() -> None:
+    """A test or benchmark that fails before `stop()` must not hang its run at exit."""
+    code = "from tests.chaos.proxy import FaultProxy; FaultProxy(('127.0.0.1', 9)).start()"
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr

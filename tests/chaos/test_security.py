@@ -21,7 +21,7 @@ from cryptography.x509.oid import NameOID
 from app.store.store import Store
 from app.sync.errors import NetworkError
 from app.sync.transport import ServerClient, TransportConfig
-from tests.chaos import proxy as faults
+from tests.chaos import plans as faults
 from tests.chaos.helpers import add_device, new_id, run_cli
 from tests.chaos.plans import ScriptedPlan
 from tests.chaos.proxy import FaultProxy

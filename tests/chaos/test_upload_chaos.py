@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.chaos import proxy as faults
+from tests.chaos import plans as faults
 from tests.chaos.helpers import add_device, record_figures
 from tests.chaos.plans import PASS, Fault, RequestInfo
 from tests.chaos.proxy import FaultProxy
