@@ -4,12 +4,15 @@ when someone tries to measure again."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,19 +45,45 @@ def test_every_benchmark_has_a_smoke_run_here() -> None:
     }
 
 
+def run_and_clean_up(
+    command: list[str], scratch: Path, *, timeout: float, **popen: Any
+) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run`, after which nothing the benchmark started is left running, even when
+    it timed out: its servers and devices (its process group: a session of its own) are
+    killed, and so is every PostgreSQL cluster under `scratch` (pg_ctl detaches those)."""
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, **popen,
+    )  # fmt: skip
+    out = err = None
+    try:
+        out, err = process.communicate(timeout=timeout)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        for pid_file in scratch.glob("fieldsync-pg-*/data/postmaster.pid"):
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                # SIGQUIT: the postmaster's immediate shutdown, its backends with it.
+                os.kill(int(pid_file.read_text().split()[0]), signal.SIGQUIT)
+        if out is None:
+            process.communicate()  # timed out: reap it, close its pipes
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BLOCKS))
 def test_a_smoke_run_writes_results_the_report_renders(name: str, tmp_path: Path) -> None:
     target = tmp_path / "results" / f"{name}.json"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QT_QUICK_BACKEND": "software"}
-    done = subprocess.run(
+    scratch = tmp_path / "tmp"  # its PostgreSQL clusters (tests/support/postgres.py) go here
+    scratch.mkdir()
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QT_QUICK_BACKEND": "software",
+           "TMPDIR": str(scratch)}  # fmt: skip
+    done = run_and_clean_up(
         [sys.executable, str(BENCHMARKS / f"{name}.py"), "--smoke", "--json", str(target)],
-        capture_output=True,
-        text=True,
+        scratch,
         cwd=tmp_path,
         env=env,
         timeout=280,
-        check=False,
     )
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert f"wrote {target}" in done.stdout
