@@ -78,8 +78,10 @@ def test_a_photo_goes_from_the_dialog_to_the_server_and_says_uploaded(
     app_vm.back()
     run(app_vm.wait_idle())
     see(run, window, "Replace valve")
-    # (Repainted a moment after the upload ended: rows repaint once per burst of events.)
-    run.until(lambda: find(window, "attachmentCountText").property("text") == "1")
+    # (Repainted a moment after the upload ended: rows repaint once per burst of events.
+    # Until then the row's count is hidden, and `find` of a hidden row item fails at once
+    # instead of waiting.)
+    run.until(lambda: count_shown(window, "1"), 20)
     assert not shows(window, "photo waiting")
 
 
