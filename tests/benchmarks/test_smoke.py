@@ -8,9 +8,11 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -74,17 +76,23 @@ def run_and_clean_up(
 @pytest.mark.parametrize("name", sorted(BLOCKS))
 def test_a_smoke_run_writes_results_the_report_renders(name: str, tmp_path: Path) -> None:
     target = tmp_path / "results" / f"{name}.json"
-    scratch = tmp_path / "tmp"  # its PostgreSQL clusters (tests/support/postgres.py) go here
-    scratch.mkdir()
+    # Its PostgreSQL clusters (tests/support/postgres.py) go here. Not under tmp_path: pytest
+    # keeps that to its owner (0700), and a cluster's own account (postgres, under root) must
+    # reach its directory to run initdb in it.
+    scratch = Path(tempfile.mkdtemp(prefix="fieldsync-smoke-"))
+    scratch.chmod(0o755)
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "QT_QUICK_BACKEND": "software",
            "TMPDIR": str(scratch)}  # fmt: skip
-    done = run_and_clean_up(
-        [sys.executable, str(BENCHMARKS / f"{name}.py"), "--smoke", "--json", str(target)],
-        scratch,
-        cwd=tmp_path,
-        env=env,
-        timeout=280,
-    )
+    try:
+        done = run_and_clean_up(
+            [sys.executable, str(BENCHMARKS / f"{name}.py"), "--smoke", "--json", str(target)],
+            scratch,
+            cwd=tmp_path,
+            env=env,
+            timeout=280,
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert f"wrote {target}" in done.stdout
 
