@@ -93,9 +93,7 @@ class FaultProxy(LoopbackProxy):
 
     async def _down(self) -> None:
         # Closed before `online` turns false, so whoever sees it false finds the port closed.
-        if self._server is not None:
-            self._server.close()
-            self._server = None
+        await self._close_listener()
         self.online = False
         for writer in list(self._open):
             reset_connection(writer)
