@@ -55,14 +55,17 @@ UV := VIRTUAL_ENV=$(abspath $(VENV)) UV_COMPILE_BYTECODE=1 $(BIN)/uv
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
+
+# Its own target, so that a venv made before uv was used gets it too.
+$(BIN)/uv: | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet uv
 
-$(RUN_STAMP): pyproject.toml | $(VENV)/bin/python
+$(RUN_STAMP): pyproject.toml | $(BIN)/uv
 	$(UV) pip install --quiet -e '.[server]'
 	touch $(RUN_STAMP)
 
 # The test install covers the run one.
-$(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
+$(TEST_STAMP): pyproject.toml | $(BIN)/uv
 	$(UV) pip install --quiet -e '.[dev,server]'
 	touch $(TEST_STAMP) $(RUN_STAMP)
 
