@@ -28,14 +28,6 @@ def row_badge(app_vm: AppViewModel, entity_id: str) -> str:
     return app_vm.workOrders.get(row).get("badge", "") if row >= 0 else ""
 
 
-def save_new(run: Runner, app_vm: AppViewModel, title: str) -> str:
-    app_vm.newWorkOrder()
-    app_vm.editor.setField("title", title)
-    app_vm.editor.save()
-    run.until(lambda: app_vm.editor.entityId != "")
-    return str(app_vm.editor.entityId)
-
-
 def save_new_while_signing_out(run: Runner, app_vm: AppViewModel, title: str) -> str:
     """Saves a new work order, waiting for the save itself rather than the form showing it:
     a sign-out that lands while the save is under way takes the person to the sign-in page
@@ -47,6 +39,13 @@ def save_new_while_signing_out(run: Runner, app_vm: AppViewModel, title: str) ->
     app_vm.editor.save()
     run.until(lambda: bool(saved))
     return saved[0]
+
+
+def save_new(run: Runner, app_vm: AppViewModel, title: str) -> str:
+    """Saves a new work order and waits until the form shows it."""
+    entity_id = save_new_while_signing_out(run, app_vm, title)
+    run.until(lambda: app_vm.editor.entityId == entity_id)
+    return entity_id
 
 
 def test_offline_edit_is_pending_then_synced_when_the_server_acknowledges(
