@@ -11,7 +11,7 @@ stops after one full pull. It may be
 SIGKILLed at any instant and started again: progress is recovered from the database itself
 (one local edit = one job row) and an append-only intent log (`intents.log` in the data dir):
 
-    begin <i>               about to make edit i
+    begin <i> <jobs>        about to make edit i, with that many job rows before it
     done <i> <job id>       edit i is durable as that job
     rejected <i> <reason>   the device itself refused edit i (e.g. the record is deleted)
 """
@@ -112,12 +112,15 @@ def job_count(db_path: Path) -> int:
 
 
 def resume_index(log: list[list[str]], jobs: int, append: Any) -> int:
-    """The next plan index; settles an edit killed between its commit and its log line."""
-    made = sum(1 for entry in log if entry[0] == "done")
+    """The next plan index; settles an edit killed between its commit and its log line.
+
+    The edit was made if its job row is there: one more row than the `begin` line counted. The
+    rows are counted, not the edits logged, since a device may hold jobs that are not the plan's
+    (the shared records' creates of the test's setup)."""
     finished = {int(entry[1]) for entry in log if entry[0] in ("done", "rejected")}
     if log and log[-1][0] == "begin" and int(log[-1][1]) not in finished:
-        pending = int(log[-1][1])
-        if jobs == made + 1:
+        pending, before = int(log[-1][1]), int(log[-1][2])
+        if jobs == before + 1:
             append(f"done {pending} recovered")
             return pending + 1
         return pending
@@ -191,7 +194,8 @@ async def main_async(args: argparse.Namespace) -> int:
                 print(f"runner: start at edit {start} of {len(plan)}", flush=True)
                 for index in range(start, len(plan)):
                     await asyncio.sleep(rng.uniform(0.0, args.pace))
-                    append(f"begin {index}")
+                    before = await engine.executor.run(job_count, store.path)
+                    append(f"begin {index} {before}")
                     outcome = await make_edit(engine, store, plan[index])
                     word, _, rest = outcome.partition(" ")
                     append(f"{word} {index} {rest.replace(chr(10), ' ')}")
