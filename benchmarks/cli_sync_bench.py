@@ -4,8 +4,8 @@
     .venv/bin/python benchmarks/cli_sync_bench.py --json  # benchmarks/results/cli_sync_bench.json
 
 Each run makes a fresh device data dir and `fieldsync import`s N creates into it (not timed),
-then, against one fresh server process per run (`fieldsync-server serve`, SQLite, rate limit
-off), times:
+then, each against a fresh server process of its own (`fieldsync-server serve`, SQLite, rate
+limit off, an empty database), times:
 
 - the reference: the server's own batch ingest of the very same mutations (read from the
   device's queue: the same fields, under new ids and keys, as another person's) posted
@@ -18,7 +18,9 @@ off), times:
   device's own request rate limit included). The run then checks every job done, every record
   held at version 1 on the device, and N records on the server.
 
-The two take turns going first (the second meets a table that already holds N rows). The
+Each meets an empty database: on one shared server the second of the two met a table already
+holding N rows and took longer, so the median of the runs depended on which of the two went
+first in most of them. They still take turns going first. The
 ratio is the reference's time over the command's, the median of the runs' own ratios; each
 run also says the CPU seconds of the server and of the command's process. Then, once, the
 bytes: the same N creates drained by the same engine in process (the CLI's `SyncConfig`),
@@ -134,26 +136,32 @@ def _check_device(data_dir: Path, edits: int) -> None:
 
 
 def one_run(edits: int, *, count: bool, reference_first: bool) -> dict[str, Any]:
-    """On one fresh server: the reference ingest and the command (each its own person), in
-    the order asked, and with `count` the two counted drains after them."""
+    """Each on a fresh server of its own: the reference ingest and the command, in the order
+    asked, and with `count` the two counted drains after them (on the command's server)."""
     with temp_dir() as root:
         data_dir = root / "device"
         _offline_creates(data_dir, edits)
         mutations = _queued(data_dir)
-        server = ServerProcess(root)
-        reference = server.add_device("bench-reference", user="reference")
+        for name in ("reference-server", "command-server"):
+            (root / name).mkdir()
+        ingest_server = ServerProcess(root / "reference-server")
+        server = ServerProcess(root / "command-server")
+        reference = ingest_server.add_device("bench-reference", user="reference")
         token = server.add_device("bench-phone", user="new-user")
         reader = server.add_device("bench-office-check", user="new-user")
         env = {**os.environ, "FIELDSYNC_TOKEN": token}
         command = [*_cli(), "--data-dir", str(data_dir), "--server", server.base_url, "sync",
                    "--until-idle"]  # fmt: skip
-        with server:
+        with ingest_server, server:
             window = CpuWindow({"server": lambda: tree(server.pid)})
+            ingest_window = CpuWindow({"server": lambda: tree(ingest_server.pid)})
 
             def ingest() -> tuple[float, dict[str, float]]:
-                window.start()
-                elapsed = asyncio.run(reference_ingest(server.base_url, reference, mutations))
-                return elapsed, window.stop()
+                ingest_window.start()
+                elapsed = asyncio.run(
+                    reference_ingest(ingest_server.base_url, reference, mutations)
+                )
+                return elapsed, ingest_window.stop()
 
             # The second of the two meets a table that already holds N rows: the runs take
             # turns, so that neither always does.
@@ -170,7 +178,7 @@ def one_run(edits: int, *, count: bool, reference_first: bool) -> dict[str, Any]
             device_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
             if not reference_first:
                 ingest_s, ingest_cpu = ingest()
-            expect_on_server(server.base_url, reference, edits, "the reference ingest")
+            expect_on_server(ingest_server.base_url, reference, edits, "the reference ingest")
             if done.returncode != 0:
                 raise RuntimeError(f"fieldsync sync failed: {done.stderr[-2000:]}")
             expect_on_server(server.base_url, reader, edits, "the command")
@@ -292,9 +300,9 @@ def run(plan: Plan, mode: str, say: Callable[[str], None]) -> dict[str, Any]:
             "reference_batches_in_flight": IN_FLIGHT,
             "reference_batches": drain_batches(SyncConfig(server_url="unused")),
             "command": "fieldsync --data-dir D --server URL sync --until-idle (FIELDSYNC_TOKEN)",
-            "server": "a fresh separate process per run (fieldsync-server serve, SQLite, "
-            "loopback): the reference and the command, each its own person, taking turns "
-            "going first",
+            "server": "a fresh separate process with an empty database for each of the two "
+            "in every run (fieldsync-server serve, SQLite, loopback): the reference and the "
+            "command, taking turns going first",
             "server_flags": "--log-level warning --rate-limit-per-second 0",
             "bytes_counted": "HTTP bodies (no headers) of one in-process drain per variant, "
             "after the first run's command, on its server",
