@@ -20,14 +20,13 @@ limit off, an empty database), times:
 
 Each meets an empty database: on one shared server the second of the two met a table already
 holding N rows and took longer, so the median of the runs depended on which of the two went
-first in most of them. They still take turns going first. The
-ratio is the reference's time over the command's, the median of the runs' own ratios; each
-run also says the CPU seconds of the server and of the command's process. Then, once, the
-bytes: the same N creates drained by the same engine in process (the CLI's `SyncConfig`),
-through a transport that counts request bodies of `/v1/mutations*` and response bodies of
-`GET /v1/changes`, with the install header (the feed leaves out the device's own writes:
-server/scope/echoes.py) and, as the baseline, without it (an app from before: every record
-comes back).
+first in most of them. They still take turns going first. The ratio is the reference's time
+over the command's, the median of the runs' own ratios; each run also says the CPU seconds of
+the server and of the command's process. Then, once, the bytes: the same N creates drained
+by the same engine in process (the CLI's `SyncConfig`), through a transport that counts
+request bodies of `/v1/mutations*` and response bodies of `GET /v1/changes`, with the install
+header (the feed leaves out the device's own writes: server/scope/echoes.py) and, as the
+baseline, without it (an app from before: every record comes back).
 """
 
 from __future__ import annotations
@@ -163,8 +162,8 @@ def one_run(edits: int, *, count: bool, reference_first: bool) -> dict[str, Any]
                 )
                 return elapsed, ingest_window.stop()
 
-            # The second of the two meets a table that already holds N rows: the runs take
-            # turns, so that neither always does.
+            # Each has an empty database of its own; the runs still take turns going first,
+            # so that neither always meets the machine as the other left it.
             if reference_first:
                 ingest_s, ingest_cpu = ingest()
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
