@@ -28,7 +28,7 @@ from server.db.models import WorkOrderRow
 from server.db.store import Store
 from server.errors import Forbidden, NotFound
 from server.scope.held import held_versions, note_held
-from server.scope.keys import tuples_of
+from server.scope.pins import pinned_among
 from server.settings import Settings
 
 __all__ = ["Gate", "enforce", "gate_for", "order_columns"]
@@ -73,13 +73,7 @@ class Gate:
         wanted = sorted(set(entity_ids) - self._loaded)
         if not self.scoped or not wanted:
             return
-        pins = self.store.tables.Pin
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            query = pins.select(pins.entity_id).where(
-                pins.user_name == self.viewer.user, pins.entity_id.in_(part)
-            )
-            self._pinned.update(str(row[0]) for row in tuples_of(query))
+        self._pinned.update(pinned_among(self.store, self.viewer.user, wanted))
         self._held.update(held_versions(self.store, self.viewer.device_id, wanted))
         self._loaded.update(wanted)
 

@@ -142,7 +142,7 @@ def _stored_keys(store: Store, device_id: int, keys: Sequence[str]) -> dict[str,
     size = store.rows_per_statement(1) - 1  # one parameter is the device
     for start in range(0, len(keys), size):
         chunk = keys[start : start + size]
-        marks = ", ".join([store.db.param] * len(chunk))
+        marks = store.marks(len(chunk))
         sql = (
             f"SELECT {_STORED_COLUMNS} FROM {_key_table(store)} "
             f'WHERE "device_id" = {store.db.param} AND "key" IN ({marks})'

@@ -142,7 +142,7 @@ def _load(store: Store, entity_ids: set[str]) -> dict[str, dict[str, Any]]:
     ordered = sorted(entity_ids)
     found: dict[str, dict[str, Any]] = {}
     for chunk in _chunks(ordered, store.rows_per_statement(1)):
-        marks = ", ".join([store.db.param] * len(chunk))
+        marks = store.marks(len(chunk))
         sql = f'SELECT {_QUOTED} FROM {_table(store)} WHERE "id" IN ({marks}) ORDER BY "id"'
         if store.is_postgres:
             sql += " FOR UPDATE"

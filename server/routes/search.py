@@ -19,7 +19,7 @@ from server.http import ApiError, Context, CurrentDevice, declare
 from server.openapi.answers import SearchPage, error_responses
 from server.records.mutations import record_columns_json
 from server.records.search import find_work_orders
-from server.scope.feed import pinned_among
+from server.scope.pins import pinned_among
 from server.scope.reads import device_scope
 from server.wire import UrlInteger, wire_entity_id
 

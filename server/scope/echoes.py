@@ -89,10 +89,6 @@ def note_install(store: Store, device: AuthenticatedDevice, install: str | None)
     return Echoes(device.id, device.name, int(found[1]))
 
 
-def _marks(store: Store, count: int) -> str:
-    return ", ".join([store.db.param] * count)
-
-
 def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -122,14 +118,14 @@ def own_writes(
     for chunk in _chunks(mine, store.rows_per_statement(1) - 3):
         sql = (
             f'SELECT "entity_id", "version" FROM {log} WHERE "entity_id" IN '
-            f'({_marks(store, len(chunk))}) AND "device_id" = {param} AND "source" = {param}'
+            f'({store.marks(len(chunk))}) AND "device_id" = {param} AND "source" = {param}'
         )
         for entity_id, version in store.db.execute_sql(sql, [*chunk, echoes.device_id, "device"]):
             if int(version) == int(rows[entity_id]["version"]):
                 written.add(entity_id)
         sql = (
             f'SELECT "entity_id" FROM {entries} WHERE "key" = {param} AND "entity_id" IN '
-            f'({_marks(store, len(chunk))}) AND "seq" > {param}'
+            f'({store.marks(len(chunk))}) AND "seq" > {param}'
         )
         pinned.update(row[0] for row in store.db.execute_sql(sql, [PIN + user, *chunk, since]))
     return written - pinned

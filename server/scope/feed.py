@@ -27,8 +27,14 @@ from typing import Any
 from server.db.store import Store
 from server.records.mutations import WIRE_FIELDS, record_columns_json
 from server.scope.echoes import Echoes, own_writes
-from server.scope.keys import FILE, Scope, tuples_of
-from server.uploads.attachments import attachment_change_json, attachments_of, with_attachments
+from server.scope.keys import FILE, Scope
+from server.scope.pins import pinned_among
+from server.uploads.attachments import (
+    attachment_change_json,
+    attachment_rows,
+    attachments_of,
+    with_attachments,
+)
 
 __all__ = ["feed_page"]
 
@@ -42,10 +48,6 @@ class Position:
     seq: int
     entity_id: str
     file: bool
-
-
-def _marks(store: Store, count: int) -> str:
-    return ", ".join([store.db.param] * count)
 
 
 def _positions(
@@ -97,7 +99,7 @@ def _positions(
 def _rows(store: Store, entity_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     table = f'"{store.tables.WorkOrder._meta.table_name}"'
     columns = ", ".join(f'"{name}"' for name in _ROW_COLUMNS)
-    sql = f'SELECT {columns} FROM {table} WHERE "id" IN ({_marks(store, len(entity_ids))})'
+    sql = f'SELECT {columns} FROM {table} WHERE "id" IN ({store.marks(len(entity_ids))})'
     found = {}
     for values in store.db.execute_sql(sql, list(entity_ids)):
         row = dict(zip(_ROW_COLUMNS, values, strict=True))
@@ -105,23 +107,12 @@ def _rows(store: Store, entity_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def pinned_among(store: Store, user: str, entity_ids: Sequence[str]) -> set[str]:
-    """Which of these work orders `user` pinned."""
-    if not entity_ids:
-        return set()
-    pins = store.tables.Pin
-    query = pins.select(pins.entity_id).where(
-        pins.user_name == user, pins.entity_id.in_(list(entity_ids))
-    )
-    return {str(row[0]) for row in tuples_of(query)}
-
-
 def _latest(store: Store, scope: Scope, entity_ids: Sequence[str]) -> dict[str, int]:
     keys = scope.scope_keys()
     entries = f'"{store.tables.ScopeEntry._meta.table_name}"'
     sql = (
         f'SELECT "entity_id", MAX("seq") FROM {entries} WHERE "key" IN '
-        f'({_marks(store, len(keys))}) AND "entity_id" IN ({_marks(store, len(entity_ids))}) '
+        f'({store.marks(len(keys))}) AND "entity_id" IN ({store.marks(len(entity_ids))}) '
         'GROUP BY "entity_id"'
     )
     rows = store.db.execute_sql(sql, [*keys, *entity_ids])
@@ -151,30 +142,24 @@ def feed_page(
     if entity_ids:
         rows = _rows(store, entity_ids)
         pinned = pinned_among(store, scope.user, entity_ids)
-        orders = sorted({p.entity_id for p in mine if p.seq not in owner})
-        latest = _latest(store, scope, orders) if orders else {}
         held = {e for e, row in rows.items() if scope.holds(row, e in pinned)}
-        listed = attachments_of(store, sorted(held))
+        # Work orders' positions (an attachment's travel in `attachments`).
+        orders = [p for p in mine if p.seq not in owner and p.entity_id in rows]
+        echoed = _echoes(store, scope, since, echoes, orders, rows, held)
+        rest = sorted({p.entity_id for p in orders if p.seq not in echoed})
+        latest = _latest(store, scope, rest) if rest else {}
         delivered: dict[int, str] = {}
-        for position in mine:
+        for position in orders:
             entity_id = position.entity_id
-            row = rows.get(entity_id)
-            if position.seq in owner or row is None:
-                continue  # an attachment's change: in `attachments`
-            newest = max(latest.get(entity_id, 0), row["seq"] if scope.admin else 0)
+            if position.seq in echoed:
+                continue  # the device's own write: its reply carried it
+            newest = max(latest.get(entity_id, 0), rows[entity_id]["seq"] if scope.admin else 0)
             if position.seq != newest:
                 continue  # delivered at its newest number, on this page or a later one
             delivered[position.seq] = entity_id
-        # A write's own number, not a later pin's or scope stamp's.
-        written_here = {e: rows[e] for seq, e in delivered.items() if rows[e]["seq"] == seq}
-        held_here: set[str] = set()
-        if echoes is not None:
-            candidates = {e: row for e, row in written_here.items() if e in held}
-            held_here = own_writes(store, echoes, scope.user, since, candidates)
+        listed = attachments_of(store, sorted(e for e in delivered.values() if e in held))
         for entity_id in delivered.values():
             row = rows[entity_id]
-            if entity_id in held_here:
-                continue  # the device's own write: its reply carried it
             if entity_id in held:
                 record = {**record_columns_json(row), "pinned": entity_id in pinned}
                 changes.append(with_attachments(record, listed))
@@ -191,10 +176,33 @@ def feed_page(
     return page
 
 
+def _echoes(
+    store: Store,
+    scope: Scope,
+    since: int,
+    echoes: Echoes | None,
+    orders: Sequence[Position],
+    rows: dict[str, dict[str, Any]],
+    held: set[str],
+) -> set[int]:
+    """The positions left out as the device's own writes: each the very number of a write
+    (not a later pin's or scope stamp's) that `own_writes` finds the device holds.
+
+    Read before the newest numbers, and those only for the rest: a position left out here
+    is not delivered whether or not it is its work order's newest (if it is not, the newest
+    comes on this page or a later one, judged on its own), so a window of nothing but the
+    device's own writes, as a drain of offline creates reads, needs no `_latest`."""
+    if echoes is None:
+        return set()
+    written = {p.entity_id: p.seq for p in orders if rows[p.entity_id]["seq"] == p.seq}
+    candidates = {e: rows[e] for e in written if e in held}
+    own = own_writes(store, echoes, scope.user, since, candidates)
+    return {written[e] for e in own}
+
+
 def _file_changes(store: Store, seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
     """The attachment changes at these numbers, by number."""
     if not seqs:
         return {}
-    table = store.tables.Attachment
-    query = table.select().where(table.seq.in_(list(seqs)))
-    return {int(row.seq): attachment_change_json(row) for row in query}
+    rows = attachment_rows(store, "seq", seqs)
+    return {int(row.seq): attachment_change_json(row) for row in rows}

@@ -16,7 +16,7 @@ device's everything): the work orders it loses then were on it. Switching a serv
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # server.db.store imports the scope keys, which record held versions
     from server.db.store import Store
@@ -26,16 +26,18 @@ __all__ = ["held_versions", "note_held"]
 
 def held_versions(store: Store, device_id: int, entity_ids: Sequence[str]) -> dict[str, int]:
     """The newest version of each of these work orders the device was sent."""
-    table = store.tables.HeldRecord
+    table = f'"{store.tables.HeldRecord._meta.table_name}"'
     found: dict[str, int] = {}
     ids = list(dict.fromkeys(entity_ids))
-    step = store.rows_per_statement(1) - 1
+    step = store.rows_per_statement(1) - 1  # one parameter is the device
     for start in range(0, len(ids), step):
-        query = table.select(table.entity_id, table.version).where(
-            table.device_id == device_id, table.entity_id.in_(ids[start : start + step])
+        chunk = ids[start : start + step]
+        sql = (
+            f'SELECT "entity_id", "version" FROM {table} '
+            f'WHERE "device_id" = {store.db.param} AND "entity_id" IN ({store.marks(len(chunk))})'
         )
-        pairs: Any = query.tuples()  # its stubs type the rows as model instances
-        found.update((str(entity_id), int(version)) for entity_id, version in pairs)
+        rows = store.db.execute_sql(sql, [device_id, *chunk])
+        found.update((str(entity_id), int(version)) for entity_id, version in rows)
     return found
 
 

@@ -124,7 +124,7 @@ def upsert_entries(store: Store, entries: Sequence[Entry]) -> None:
 def _present_keys(store: Store, entity_ids: Sequence[str]) -> dict[str, set[str]]:
     held: dict[str, set[str]] = defaultdict(set)
     for chunk in _chunks(entity_ids, store.rows_per_statement(1)):
-        marks = ", ".join([store.db.param] * len(chunk))
+        marks = store.marks(len(chunk))
         sql = (
             f'SELECT "key", "entity_id" FROM {_table(store)} '
             f'WHERE "entity_id" IN ({marks}) AND "present"'
@@ -227,7 +227,7 @@ def stamp_device_scope(store: Store, before: Scope, after: Scope, sequence: Chan
     keys = sorted(set(before.scope_keys()) ^ set(after.scope_keys()))
     if not keys:
         return 0
-    marks = ", ".join([store.db.param] * len(keys))
+    marks = store.marks(len(keys))
     sql = (
         f'SELECT DISTINCT "entity_id" FROM {_table(store)} '
         f'WHERE "key" IN ({marks}) AND "present" ORDER BY "entity_id"'

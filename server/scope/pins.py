@@ -9,11 +9,13 @@ Both operations are idempotent: a second pin (or unpin) changes nothing and stam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from server.db.store import Store
 from server.records.mutations import now_iso
 from server.scope.keys import PIN, upsert_entries
 
-__all__ = ["set_pin"]
+__all__ = ["pinned_among", "set_pin"]
 
 
 def set_pin(store: Store, user: str, entity_id: str, pinned: bool) -> bool:
@@ -33,3 +35,19 @@ def set_pin(store: Store, user: str, entity_id: str, pinned: bool) -> bool:
             pins.delete().where(mine).execute()
         upsert_entries(store, [(PIN + user, entity_id, sequence.next(), pinned)])
     return True
+
+
+def pinned_among(store: Store, user: str, entity_ids: Sequence[str]) -> set[str]:
+    """Which of these work orders `user` pinned."""
+    table = f'"{store.tables.Pin._meta.table_name}"'
+    ids = list(dict.fromkeys(entity_ids))
+    step = store.rows_per_statement(1) - 1  # one parameter is the user
+    pinned: set[str] = set()
+    for start in range(0, len(ids), step):
+        chunk = ids[start : start + step]
+        sql = (
+            f'SELECT "entity_id" FROM {table} '
+            f'WHERE "user_name" = {store.db.param} AND "entity_id" IN ({store.marks(len(chunk))})'
+        )
+        pinned.update(str(row[0]) for row in store.db.execute_sql(sql, [user, *chunk]))
+    return pinned

@@ -23,27 +23,43 @@ __all__ = [
     "attachment_change_json",
     "attachment_changes",
     "attachment_json",
+    "attachment_rows",
     "attachments_of",
     "remove_attachment",
     "with_attachments",
 ]
 
 
+_ATTACHMENT_COLUMNS = tuple(Attachment._meta.sorted_field_names)
+
+
+def attachment_rows(store: Store, column: str, values: Sequence[Any]) -> list[Attachment]:
+    """The attachments whose `column` is among `values`, by change number; read with raw
+    marks (`Store.marks`), so a window that holds no files costs one cheap query."""
+    table = store.tables.Attachment
+    names = ", ".join(f'"{name}"' for name in _ATTACHMENT_COLUMNS)
+    found: list[Attachment] = []
+    step = store.rows_per_statement(1)
+    for start in range(0, len(values), step):
+        chunk = list(values[start : start + step])
+        sql = (
+            f'SELECT {names} FROM "{table._meta.table_name}" '
+            f'WHERE "{column}" IN ({store.marks(len(chunk))}) ORDER BY "seq"'
+        )
+        for row in store.db.execute_sql(sql, chunk):
+            found.append(table(**dict(zip(_ATTACHMENT_COLUMNS, row, strict=True))))
+    return found
+
+
 def attachments_of(store: Store, entity_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """The live attachments of these work orders, oldest first, by work order id. A work
     order that never had one is left out: its record keeps the shape it had before
     attachments existed (`attachments` appears once there is, or was, one)."""
-    table = store.tables.Attachment
     listed: dict[str, list[dict[str, Any]]] = {}
-    ids = list(dict.fromkeys(entity_ids))
-    for start in range(0, len(ids), 500):
-        query = (
-            table.select().where(table.entity_id.in_(ids[start : start + 500])).order_by(table.seq)
-        )
-        for row in query:
-            found = listed.setdefault(row.entity_id, [])
-            if not row.deleted:
-                found.append(attachment_json(row))
+    for row in attachment_rows(store, "entity_id", list(dict.fromkeys(entity_ids))):
+        found = listed.setdefault(row.entity_id, [])
+        if not row.deleted:
+            found.append(attachment_json(row))
     return listed
 
 
