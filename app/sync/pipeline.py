@@ -11,6 +11,7 @@ then their outcomes) as one event each, and the flush publishes "n of m" progres
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable
@@ -63,15 +64,31 @@ class FlushReport:
     unreachable: bool = False
 
 
-def _claim(store: Store, worker_id: str, limit: int, count_rest: bool) -> tuple[list[Any], int]:
-    """Claim a batch; for a flush's first batch, also count the jobs ready after it."""
+def _claim(
+    store: Store, worker_id: str, limit: int, count_rest: bool
+) -> tuple[list[ClaimedJob], list[dict[str, Any]], int]:
+    """Claim a batch and build its request bodies, in one trip to the store thread; for a
+    flush's first batch, also count the jobs ready after it.
+
+    One trip, not two: the store thread is one, and the previous batch's reply is queued
+    for it right after this claim. Built in a second trip, the next request would wait
+    behind that whole record, and the server, with nothing else on the wire, would wait
+    with it."""
     jobs = store.queue.claim(worker_id, limit)
-    if not jobs or not count_rest:
-        return jobs, 0
+    if not jobs:
+        return jobs, [], 0
+    try:
+        mutations = build_mutations(store, jobs)
+    except BaseException:
+        with contextlib.suppress(StorageConditionError):
+            store.queue.release(jobs)  # not sent: the next flush takes them at once
+        raise
+    if not count_rest:
+        return jobs, mutations, 0
     now = store.clock()
     with storage_errors(store.path):
         (rest,) = connection(store.db).execute(_READY_COUNT, (now, now)).fetchone()
-    return jobs, int(rest)
+    return jobs, mutations, int(rest)
 
 
 def _apply(
@@ -208,7 +225,9 @@ class DeliveryPipeline(EnginePart):
     ) -> None:
         """One batch of up to ``size`` jobs. With ``overlap``, the next batch is claimed and
         sent as soon as this one's reply is in, before it is recorded; without, only after."""
-        jobs, rest = await self.executor.run(_claim, self.store, self.worker_id, size, not progress)
+        jobs, mutations, rest = await self.executor.run(
+            _claim, self.store, self.worker_id, size, not progress
+        )
         on_claimed(len(jobs), rest)
         if not jobs:
             on_sent(False)
@@ -219,7 +238,6 @@ class DeliveryPipeline(EnginePart):
                 tuple(JobStateChanged(j.id, j.entity_key, JobStatus.LEASED) for j in jobs)
             )
         )
-        mutations = await self.executor.run(build_mutations, self.store, jobs)
         await self._rate_limit()
         started = self.clock.monotonic()
         replies = await self._send(jobs, mutations)

@@ -24,6 +24,7 @@ from app.store.db import connection
 from app.store.errors import InvalidEditError
 from app.store.jobs import Outcome
 from app.store.store import Store
+from app.sync import pipeline
 from app.sync.conflicts import Conflicts
 from app.sync.transport import detail_words
 from tests.sync.fake_clock import FakeClock
@@ -589,3 +590,44 @@ async def test_a_list_of_validation_errors_is_stored_in_words(store: Store) -> N
 )
 def test_detail_words(detail: object, words: str | None) -> None:
     assert detail_words(detail) == words
+
+
+async def test_the_next_batch_goes_out_while_a_reply_is_being_recorded(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With batches in flight, a reply is recorded in the store thread after the batches it
+    let out are claimed: their requests must not wait behind that record too, or the server
+    has nothing to work on meanwhile."""
+    for _ in range(150):
+        create(store)
+    fake = FakeServer()
+    seen: list[str] = []
+    sent = fake.handle
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/v1/mutations"):
+            seen.append(f"sent {len(fake.mutation_requests) + 1}")
+        return sent(request)
+
+    fake.transport = httpx.MockTransport(handle)
+    record = pipeline.apply_replies
+
+    def slow_record(*args: Any) -> Any:
+        time.sleep(0.2)  # a large batch's bookkeeping on a slow phone
+        report = record(*args)
+        seen.append(f"recorded {sum(s.startswith('recorded') for s in seen) + 1}")
+        return report
+
+    monkeypatch.setattr(pipeline, "apply_replies", slow_record)
+    await deliver_until(
+        store,
+        fake,
+        lambda: all(row["status"] == "done" for row in job_rows(store)),
+        batch_size=50,
+        batch_max_size=50,
+        delivery_pipeline=2,
+    )
+    assert len(fake.mutation_requests) == 3
+    # The first full reply lets two batches out; both are on the wire before it is recorded.
+    assert seen.index("sent 2") < seen.index("recorded 1"), seen
+    assert seen.index("sent 3") < seen.index("recorded 1"), seen
