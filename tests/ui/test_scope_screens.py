@@ -165,6 +165,10 @@ def test_keep_offline_in_the_editor_pins_on_the_server_and_the_team_is_beside_th
     type_into(window, find(window, "teamField"), "south")
     click(window, find(window, "saveButton"))
     run.until(lambda: app_vm.editor.fields.get("team") == "south" and not app_vm.editor.dirty)
+    # Saved is not yet sent: the office reads it once the phone's list says the server has
+    # it (the row, the only one, with the new team and its badge "Synced", not "Sending…").
+    click(window, find(window, "backButton"))
+    run.until(lambda: shows(window, "Team south") and shows(window, "Synced"), 15)
     office.sync()
     assert office.store.cache.get(entity_id)["team"] == "south"
 
