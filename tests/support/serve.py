@@ -49,6 +49,7 @@ class ServerProcess:
         self.lines: list[str] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._process: subprocess.Popen[str] | None = None
+        self._pump_thread: threading.Thread | None = None
         self.base_url = ""
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
@@ -61,7 +62,8 @@ class ServerProcess:
             text=True,
             env=env,
         )
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pump_thread = threading.Thread(target=self._pump, daemon=True)
+        self._pump_thread.start()
         entry = self.wait_for(lambda e: e.get("msg") == "listening", timeout)
         self.base_url = entry["url"]
         self.wait_for(lambda e: "startup complete" in e.get("msg", ""), timeout)
@@ -76,10 +78,14 @@ class ServerProcess:
     def _pump(self) -> None:
         assert self._process is not None
         assert self._process.stderr is not None
-        for line in self._process.stderr:
-            self.lines.append(line)
-            self._lines.put(line)
-        self._lines.put(None)
+        try:
+            for line in self._process.stderr:
+                self.lines.append(line)
+                self._lines.put(line)
+        except ValueError:  # `stop` closed the pipe that a straggler still held open
+            pass
+        finally:
+            self._lines.put(None)
 
     def wait_for(self, predicate: Any, timeout: float = 30.0) -> dict[str, Any]:
         """The first JSON log entry (from now on) matching `predicate`."""
@@ -119,6 +125,10 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait(timeout=5)
+        # The pipe ends when every process holding it has (workers outlive a killed
+        # supervisor for a moment): read it to the end before closing it under the reader.
+        if self._pump_thread is not None:
+            self._pump_thread.join(timeout=10)
         if self._process.stderr is not None:
             self._process.stderr.close()
 
