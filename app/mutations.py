@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from app.records import Op, validate_create, validate_patch
+from app.records import (
+    HYPHENATED_UUID,
+    Op,
+    WorkOrder,
+    WorkOrderPatch,
+    normalized_create,
+    normalized_patch,
+)
 
 __all__ = [
     "BASE_FORBIDDEN_FOR_CREATE",
@@ -68,19 +75,29 @@ class CheckedMutation:
 def canonical_entity_id(value: str) -> str:
     """A work-order id as the server writes it: ``{ABC…}`` and ``abc…`` are one work order.
     Raises ValueError (``NOT_AN_ENTITY_ID``) for anything that is not a UUID."""
+    if HYPHENATED_UUID.fullmatch(value):
+        return value.lower()  # what str(uuid.UUID(value)) writes, without parsing it
     try:
         return str(uuid.UUID(value))
     except ValueError:
         raise ValueError(NOT_AN_ENTITY_ID.format(value=value)) from None
 
 
-def validate_mutation(op: str, entity_id: str | None, fields: Mapping[str, Any]) -> CheckedMutation:
+def validate_mutation(
+    op: str,
+    entity_id: str | None,
+    fields: Mapping[str, Any],
+    *,
+    parsed: WorkOrder | WorkOrderPatch | None = None,
+) -> CheckedMutation:
     """Check one mutation against the contract and return it normalized.
 
     Raises ``pydantic.ValidationError`` when a field breaks the record schema (the server
     answers those with pydantic's detail list) and ValueError with one of this module's words
     when the envelope is wrong. Base versions are the sender's business (the store fills in
-    the cached one, the server checks them against ``BASE_*``).
+    the cached one, the server checks them against ``BASE_*``). ``parsed``: the fields as a
+    stricter reader already parsed them (the server's, in JSON's own types), used instead of
+    parsing them again; a model of the other operation's kind is ignored.
     """
     if op not in OPS:
         raise ValueError(UNKNOWN_OP.format(op=op))
@@ -92,9 +109,12 @@ def validate_mutation(op: str, entity_id: str | None, fields: Mapping[str, Any])
         entity_id = None
     given = dict(fields)
     if op == "create":
-        return CheckedMutation("create", entity_id, validate_create(given))
+        work_order = parsed if isinstance(parsed, WorkOrder) else WorkOrder.model_validate(given)
+        return CheckedMutation("create", entity_id, normalized_create(work_order))
     if op == "update":
-        clean = validate_patch(given)
+        if not isinstance(parsed, WorkOrderPatch):
+            parsed = WorkOrderPatch.model_validate(given)
+        clean = normalized_patch(parsed)
         if not clean:
             raise ValueError(UPDATE_NEEDS_FIELDS)
         return CheckedMutation("update", entity_id, clean)

@@ -13,7 +13,8 @@ SQLite pragmas):
    advanced), inserts the work order(s), each one's scope entry (its creator's key, as
    `server.scope.keys.restamp_changed` writes it), each one's change-log row
    (`work_order_change`, as `server.records.history.write_log` writes it), and marks the
-   idempotency row(s) `done` with the stored reply.
+   idempotency row(s) `done` with the stored reply (the reply and the log entry encoded
+   with the server's own encoders, `stored_json` and `fields_json`: the same text).
 
 No HTTP, no authentication, no validation, no reads back: what a hand-written program that
 knew every create was new would send.
@@ -21,15 +22,15 @@ knew every create was new would send.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from typing import Any
 
 from app.records import validate_create
+from server.db.claims import stored_json
 from server.db.store import BLOCK, Store, open_store
 from server.records.batch import RECORD_COLUMNS
-from server.records.history import LOG_COLUMNS, created_fields
+from server.records.history import LOG_COLUMNS, created_fields, fields_json
 from server.records.mutations import now_iso, record_columns_json
 
 __all__ = ["RawWriter"]
@@ -123,9 +124,9 @@ class RawWriter:
                 }  # fmt: skip
                 records.append(tuple(record[name] for name in RECORD_COLUMNS))
                 scope.append((f"u:{self.CREATOR}", entity_id, seq, True))
-                body = json.dumps({"record": record_columns_json(record)})
+                body = stored_json({"record": record_columns_json(record)})
                 done.append((row_ids[key], token, 201, body))
-                fields = json.dumps(created_fields(record), sort_keys=True, ensure_ascii=False)
+                fields = fields_json(created_fields(record))
                 log.append((entity_id, 1, at, self.DEVICE_ID, "bench", self.CREATOR, "device",
                             "create", fields))  # fmt: skip
             names = ", ".join(f'"{name}"' for name in RECORD_COLUMNS)

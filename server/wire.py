@@ -9,15 +9,20 @@ without hyphens, in braces or behind `urn:uuid:`. The server takes exactly what
 from __future__ import annotations
 
 import json
-import re
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from app import records
 from app.mutations import DELETE_TAKES_NO_FIELDS
-from app.records import WorkOrder, WorkOrderPatch, validate_patch
+from app.records import (
+    HYPHENATED_UUID,
+    UUID_PATTERN,
+    WorkOrder,
+    WorkOrderPatch,
+    normalized_patch,
+)
 
 __all__ = [
     "ENTITY_ID_PATTERN",
@@ -31,8 +36,7 @@ __all__ = [
 ]
 
 #: The string form of RFC 9562, any case.
-ENTITY_ID_PATTERN = r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
-_ENTITY_ID = re.compile(ENTITY_ID_PATTERN)
+ENTITY_ID_PATTERN = UUID_PATTERN
 
 
 def _integer(value: object) -> object:
@@ -69,7 +73,7 @@ class Mutation(records.Mutation):
 
 def wire_entity_id(text: object) -> str | None:
     """The stored spelling (lowercase) of a hyphenated UUID, or None for anything else."""
-    if isinstance(text, str) and _ENTITY_ID.fullmatch(text):
+    if isinstance(text, str) and HYPHENATED_UUID.fullmatch(text):
         return text.lower()
     return None
 
@@ -90,24 +94,30 @@ def _json_text(value: dict[str, Any]) -> str | bytes:
     return json.dumps(value)
 
 
-def check_json_types(model: type[BaseModel], value: dict[str, Any]) -> None:
-    """Raise pydantic's `ValidationError` unless every value has the JSON type `model` declares
-    (pydantic's strict JSON mode: a date is a `YYYY-MM-DD` string, a boolean is true or false)."""
-    model.model_validate_json(_json_text(value), strict=True)
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
-def check_wire_fields(op: str, fields: dict[str, Any]) -> None:
-    """Raise pydantic's `ValidationError` for a value of another JSON type than the field's,
-    ValueError for a delete whose fields are not `{}` or `{"deleted": true}` (`1 == True`)."""
+def check_json_types(model: type[_Model], value: dict[str, Any]) -> _Model:
+    """`value` parsed as `model`; raise pydantic's `ValidationError` unless every value has the
+    JSON type `model` declares (pydantic's strict JSON mode: a date is a `YYYY-MM-DD` string, a
+    boolean is true or false)."""
+    return model.model_validate_json(_json_text(value), strict=True)
+
+
+def check_wire_fields(op: str, fields: dict[str, Any]) -> WorkOrder | WorkOrderPatch | None:
+    """A create's or an update's fields parsed (for `app.mutations.validate_mutation`), None
+    for a delete; raise pydantic's `ValidationError` for a value of another JSON type than the
+    field's, ValueError for a delete whose fields are not `{}` or `{"deleted": true}`
+    (`1 == True`)."""
     if op == "create":
-        check_json_types(WorkOrder, fields)
-    elif op == "update":
-        check_json_types(WorkOrderPatch, fields)
-    elif fields.keys() - {"deleted"} or fields.get("deleted", True) is not True:
+        return check_json_types(WorkOrder, fields)
+    if op == "update":
+        return check_json_types(WorkOrderPatch, fields)
+    if fields.keys() - {"deleted"} or fields.get("deleted", True) is not True:
         raise ValueError(DELETE_TAKES_NO_FIELDS)
+    return None
 
 
 def patch_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """`app.records.validate_patch` on exactly typed JSON."""
-    check_json_types(WorkOrderPatch, fields)
-    return validate_patch(fields)
+    return normalized_patch(check_json_types(WorkOrderPatch, fields))

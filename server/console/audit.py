@@ -123,9 +123,15 @@ def _device_edits(
         query = query.where(log.at <= until)
     return [
         AuditEntry(row.at, f"{row.actor} ({row.device})" if row.device else row.actor, "device",
-                   f"work_order.{row.kind}", row.entity_id, row.fields)
+                   f"work_order.{row.kind}", row.entity_id, _spaced(row.fields))
         for row in query
     ]  # fmt: skip
+
+
+def _spaced(fields: str) -> str:
+    """A change-log entry's fields as the page has always shown them (the log stores compact
+    JSON since it is written with orjson; older entries are spaced already)."""
+    return json.dumps(json.loads(fields), sort_keys=True, ensure_ascii=False)
 
 
 @router.get("/audit", response_class=HTMLResponse)

@@ -24,11 +24,14 @@ them) live in `server/db/claims.py`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import orjson
 
 from server.db.claims import (
     IdempotentCall,
@@ -59,8 +62,20 @@ __all__ = [
 logger = logging.getLogger("server.idempotency")  # the name its log lines have always carried
 
 
-def request_hash(kind: str, payload: Any) -> str:
-    """A stable hash of what a request asks for (key order and whitespace do not matter)."""
+def request_hash(kind: str, payload: Any, *, plain: bool = False) -> str:
+    """A stable hash of what a request asks for (key order and whitespace do not matter).
+
+    The hashed text is the standard library's `json.dumps([kind, payload], sort_keys=True,
+    separators=(",", ":"))`, as it always was (stored hashes must still match a retry after an
+    upgrade). With `plain`, the caller vouches that `payload` holds only text, integers,
+    booleans and null (a validated mutation does): orjson writes that very text then, several
+    times faster, unless it holds a character past ASCII or DEL (which the standard library
+    escapes and orjson does not) or an integer past 64 bits."""
+    if plain:
+        with contextlib.suppress(TypeError):
+            encoded = orjson.dumps([kind, payload], option=orjson.OPT_SORT_KEYS)
+            if encoded.isascii() and b"\x7f" not in encoded:
+                return hashlib.sha256(encoded).hexdigest()
     canonical = json.dumps([kind, payload], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

@@ -26,6 +26,7 @@ from server.records.mutations import (
     WIRE_FIELDS,
     ValidMutation,
     editable,
+    now_iso,
     record_columns_json,
     stamp,
     writable,
@@ -58,8 +59,10 @@ def apply_mutation_batch(
 ) -> list[Reply]:
     """Apply `mutations` in order inside a write transaction; one reply per mutation
     (`creator`, `gate` and `author`: as for `apply_mutation`; each item asks the gate on its
-    own); the change log gets one entry per applied item, in multi-row INSERTs."""
+    own); the change log gets one entry per applied item, in multi-row INSERTs. The items are
+    applied at one moment, in one transaction: they carry one `updated_at`."""
     author = author or Author(creator, "device", None, device_name)
+    at = now_iso()
     log: list[tuple[Any, ...]] = []
     loaded = _load(store, {mutation.entity_id for mutation in mutations})
     if gate is not None:
@@ -81,7 +84,7 @@ def apply_mutation_batch(
                 **mutation.fields,
                 "id": mutation.entity_id,
                 "created_by": creator,
-                **stamp(1, device_name, sequence),
+                **stamp(1, device_name, sequence, at),
             }
             status = 201
             fields = created_fields(record)
@@ -95,7 +98,7 @@ def apply_mutation_batch(
             record = {
                 **current,
                 **editable(mutation.fields),
-                **stamp(current["version"] + 1, device_name, sequence),
+                **stamp(current["version"] + 1, device_name, sequence, at),
             }
             status = 200
             fields = changed_fields(current, record)

@@ -12,13 +12,23 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from app.records import EDITABLE_FIELDS
 
 if TYPE_CHECKING:
     from server.auth import AuthenticatedDevice
     from server.db.store import Store
 
-__all__ = ["LOG_COLUMNS", "Author", "changed_fields", "created_fields", "log_entry", "write_log"]
+__all__ = [
+    "LOG_COLUMNS",
+    "Author",
+    "changed_fields",
+    "created_fields",
+    "fields_json",
+    "log_entry",
+    "write_log",
+]
 
 #: The change log's columns, in the order `write_log` sends them.
 LOG_COLUMNS: tuple[str, ...] = (
@@ -71,9 +81,18 @@ def log_entry(
         kind = "delete"
     else:
         kind = "update"
-    encoded = json.dumps(fields, sort_keys=True, ensure_ascii=False)
     return (entity_id, version, at, author.device_id, author.device, author.actor,
-            author.source, kind, encoded)  # fmt: skip
+            author.source, kind, fields_json(fields))  # fmt: skip
+
+
+def fields_json(fields: dict[str, list[Any]]) -> str:
+    """The stored text of an entry's fields: sorted, compact, UTF-8 (orjson's, several times
+    faster than the standard library's for each item of a batch; it answers what orjson
+    refuses). Read back with `json.loads`; the console shows it as it always did."""
+    try:
+        return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # a lone surrogate, an integer past 64 bits
+        return json.dumps(fields, sort_keys=True, ensure_ascii=False)
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

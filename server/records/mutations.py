@@ -101,8 +101,10 @@ def validate_mutation(raw: Any) -> ValidMutation:
     elif mutation.base_version is None:
         raise InvalidMutation(BASE_REQUIRED.format(op=mutation.op))
     try:
-        check_wire_fields(mutation.op, mutation.fields)
-        checked = contract.validate_mutation(mutation.op, mutation.entity_id, mutation.fields)
+        parsed = check_wire_fields(mutation.op, mutation.fields)
+        checked = contract.validate_mutation(
+            mutation.op, mutation.entity_id, mutation.fields, parsed=parsed
+        )
     except (ValidationError, ValueError) as error:
         raise InvalidMutation(validation_detail(error)) from None
     assert checked.entity_id is not None  # the envelope requires one
@@ -242,11 +244,14 @@ def editable(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if name in EDITABLE_FIELDS}
 
 
-def stamp(version: int, device_name: str, sequence: ChangeSequence) -> dict[str, Any]:
-    """The columns every write sets: the new version, when, by whom, and its change number."""
+def stamp(
+    version: int, device_name: str, sequence: ChangeSequence, at: str | None = None
+) -> dict[str, Any]:
+    """The columns every write sets: the new version, when (`at`, by default now), by whom,
+    and its change number."""
     return {
         "version": version,
-        "updated_at": now_iso(),
+        "updated_at": at or now_iso(),
         "updated_by": device_name,
         "seq": sequence.next(),
     }

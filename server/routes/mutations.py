@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -70,18 +71,23 @@ class BatchRequest(BaseModel):
 
 def count_reply(metrics: Metrics, device: str, reply: Reply) -> None:
     """Feed the Prometheus counters from a mutation's answer."""
+    metrics.inc(reply_metric(reply), device)
+
+
+def reply_metric(reply: Reply) -> str:
+    """The counter a mutation's answer adds to."""
     if reply.replayed:
-        metrics.inc("fieldsync_idempotent_replays_total", device)
-    elif reply.status in (200, 201):
-        metrics.inc("fieldsync_mutations_applied_total", device)
-    elif reply.body.get("error") == "idempotency_key_reused":
-        metrics.inc("fieldsync_idempotency_key_reused_total", device)
-    elif reply.body.get("error") == "idempotency_key_in_use":
-        metrics.inc("fieldsync_idempotency_key_in_use_total", device)
-    elif reply.body.get("error") == "version_conflict":
-        metrics.inc("fieldsync_version_conflicts_total", device)
-    else:
-        metrics.inc("fieldsync_mutations_rejected_total", device)
+        return "fieldsync_idempotent_replays_total"
+    if reply.status in (200, 201):
+        return "fieldsync_mutations_applied_total"
+    error = reply.body.get("error")
+    if error == "idempotency_key_reused":
+        return "fieldsync_idempotency_key_reused_total"
+    if error == "idempotency_key_in_use":
+        return "fieldsync_idempotency_key_in_use_total"
+    if error == "version_conflict":
+        return "fieldsync_version_conflicts_total"
+    return "fieldsync_mutations_rejected_total"
 
 
 def _echoable(key: object) -> bool:
@@ -110,7 +116,8 @@ def _call(
             author=Author.of_device(device),
         )
 
-    return IdempotentCall(key, request_hash(_KIND, mutation.canonical()), effect)
+    canonical = mutation.canonical()  # validated: text, integers, booleans and null
+    return IdempotentCall(key, request_hash(_KIND, canonical, plain=True), effect)
 
 
 def _invalid(detail: Any) -> Reply:
@@ -221,10 +228,11 @@ def post_batch(
         )
         replies.update(zip(positions, done, strict=True))
     results = []
+    counted: Counter[str] = Counter()  # one increment per counter, not per item
     usable = set(positions)  # their keys are text JSON carries (idempotency_key_problem)
     for index, key in enumerate(keys):
         reply = replies[index]
-        count_reply(context.metrics, device.name, reply)
+        counted[reply_metric(reply)] += 1
         result: dict[str, Any] = {
             # Echoed as sent when JSON can carry it (a NaN or a lone surrogate cannot).
             "idempotency_key": key if index in usable or _echoable(key) else None,
@@ -235,6 +243,8 @@ def post_batch(
         if reply.retry_after is not None:
             result["retry_after"] = reply.retry_after
         results.append(result)
+    for metric, amount in counted.items():
+        context.metrics.inc(metric, device.name, amount)
     # The results are plain JSON already; FastAPI's jsonable_encoder pass over up to 500
     # records would cost more than the database work, and orjson encodes them several times
     # faster than the standard library (which answers what orjson refuses).

@@ -1,17 +1,28 @@
-"""`check_json_types` answers as it did when it always encoded with the standard library:
-the same documents pass, and the same errors (type, place, message, input) come back."""
+"""The wire's quick paths answer as the plain ones did: `check_json_types` as when it always
+encoded with the standard library (the same documents pass, the same errors come back), a
+mutation whose fields are parsed once as when they were parsed twice, the request hash as the
+standard library's text hashed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
+from app import mutations as contract
 from app.records import WorkOrder, WorkOrderPatch
-from server.wire import check_json_types
+from server.db.idempotency import request_hash
+from server.records.mutations import (
+    InvalidMutation,
+    ValidMutation,
+    validate_mutation,
+    validation_detail,
+)
+from server.wire import Mutation, check_json_types, check_wire_fields, wire_entity_id
 
 _NAMES = st.sampled_from(
     ["title", "site", "notes", "status", "priority", "assignee", "due_date", "deleted", "x"]
@@ -47,3 +58,81 @@ def test_the_same_errors_as_with_the_standard_library(
     value: dict[str, Any], model: type[BaseModel]
 ) -> None:
     assert _outcome(model, check_json_types, value) == _outcome(model, _standard, value)
+
+
+def _answer(validate: Any, raw: dict[str, Any]) -> Any:
+    try:
+        return validate(raw)
+    except InvalidMutation as error:
+        return ("invalid", repr(error.detail))
+
+
+def _parsing_twice(raw: dict[str, Any]) -> ValidMutation:
+    """`validate_mutation` as it was before it parsed the fields once: the wire's strict
+    check, then the contract parsing them again on its own."""
+    try:
+        mutation = Mutation.model_validate(raw)
+    except ValidationError as error:
+        raise InvalidMutation(validation_detail(error)) from None
+    if wire_entity_id(mutation.entity_id) is None:
+        issue = {"loc": ["entity_id"], "msg": "Value error, entity_id must be a UUID"}
+        raise InvalidMutation([{**issue, "type": "value_error"}])
+    if mutation.op == "create":
+        if mutation.base_version is not None:
+            raise InvalidMutation(contract.BASE_FORBIDDEN_FOR_CREATE)
+    elif mutation.base_version is None:
+        raise InvalidMutation(contract.BASE_REQUIRED.format(op=mutation.op))
+    try:
+        check_wire_fields(mutation.op, mutation.fields)
+        checked = contract.validate_mutation(mutation.op, mutation.entity_id, mutation.fields)
+    except (ValidationError, ValueError) as error:
+        raise InvalidMutation(validation_detail(error)) from None
+    assert checked.entity_id is not None
+    fields = checked.fields if checked.op == "create" else checked.intended()
+    return ValidMutation(checked.entity_id, checked.op, mutation.base_version, fields)
+
+
+_IDS = st.one_of(
+    st.uuids().map(str),
+    st.uuids().map(lambda value: str(value).upper()),
+    st.uuids().map(lambda value: "{" + str(value) + "}"),  # a UUID, not in the wire's spelling
+    st.just("not-a-uuid"),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _IDS,
+    st.sampled_from(["create", "update", "delete"]),
+    st.dictionaries(_NAMES, _VALUES, max_size=4),
+)
+def test_a_mutation_parsed_once_is_what_parsing_it_twice_gave(
+    entity_id: str, op: str, fields: dict[str, Any]
+) -> None:
+    raw = {"entity_id": entity_id, "op": op, "base_version": None if op == "create" else 3,
+           "fields": fields}  # fmt: skip
+    assert _answer(validate_mutation, raw) == _answer(_parsing_twice, raw)
+
+
+_PLAIN = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.text(),  # control characters, DEL, past ASCII, lone surrogates
+        st.text(alphabet=st.characters(max_codepoint=127)),
+        st.sampled_from(["\x7f", "tab\tline\nreturn\r", "é", "\u2028", "\ud800", 2**64]),
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(), inner)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PLAIN)
+@example({"notes": "DEL \x7f"})
+def test_the_quick_request_hash_is_the_standard_librarys(payload: Any) -> None:
+    text = json.dumps(["mutation", payload], sort_keys=True, separators=(",", ":"))
+    standard = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    assert request_hash("mutation", payload, plain=True) == standard
+    assert request_hash("mutation", payload) == standard

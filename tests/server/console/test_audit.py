@@ -53,3 +53,19 @@ def test_a_time_range_and_a_bad_date(admin_console: ConsoleClient) -> None:
     bad = admin_console.get("/console/audit?since=yesterday")
     assert bad.status_code == 422
     assert "Dates are YYYY-MM-DD." in bad.text
+
+
+def test_a_device_edit_reads_as_it_always_did(
+    office: EmbeddedServer, admin_console: ConsoleClient
+) -> None:
+    """The change log stores compact JSON now; the audit shows each edit's fields spaced and
+    sorted, with its words as written, as it did when the log stored that text itself."""
+    phone = ServerApi(office.base_url, office.add_device("phone-1", user="ana"))
+    record = phone.create(title="Pompe", site="Dépôt 4")
+    body = {"entity_id": record["id"], "op": "update", "base_version": 1,
+            "fields": {"status": "done", "notes": "Joint changé"}}  # fmt: skip
+    assert phone.mutate(body, key="edit-1").status_code == 200
+    phone.close()
+    export = admin_console.get("/console/audit?format=csv&action=work_order.update")
+    [row] = list(csv.DictReader(io.StringIO(export.text)))
+    assert row["detail"] == '{"notes": ["", "Joint changé"], "status": ["open", "done"]}'
