@@ -369,19 +369,30 @@ class Seeded:
 
 
 def seed_size(
-    root: Path, db_url: str, size: int, cache: Path | None, say: Callable[[str], None]
+    root: Path,
+    db_url: str,
+    size: int,
+    cache: Path | None,
+    say: Callable[[str], None],
+    drain_devices: int = DRAIN_DEVICES,
 ) -> Seeded:
-    """Seed and provision `db_url` with `size` work orders (SQLite: from `cache` when it
-    holds this size for this code, see `seed_cache.py`)."""
+    """Seed and provision `db_url` with `size` work orders and `drain_devices` devices to
+    drain (SQLite: from `cache` when it holds this size for this code and at least these
+    devices, see `seed_cache.py`)."""
     population = Population(work_orders=size)
     sqlite_path = Path(db_url.removeprefix("sqlite:///")) if db_url.startswith("sqlite") else None
     recorded = cached_seed(cache, size, sqlite_path) if cache and sqlite_path else None
+    needed = {name for name, _user, _team in population.drain_devices(drain_devices)}
+    if recorded is not None and not needed <= recorded["tokens"].keys():
+        recorded = None  # seeded for fewer devices (a smoke run's): seed again
+        if sqlite_path is not None:
+            sqlite_path.unlink()
     from_cache = recorded is not None
     if recorded is None:
         started = time.perf_counter()
         seeded = seed_work_orders(db_url, population)
         recorded = {"seed_s": time.perf_counter() - started, "mine": seeded["new_worker_ids"],
-                    "tokens": provision(db_url, population)}  # fmt: skip
+                    "tokens": provision(db_url, population, drain_devices)}  # fmt: skip
         if cache and sqlite_path:
             keep_seed(cache, size, sqlite_path, recorded)
         say(f"  seeded {size:,} work orders in {recorded['seed_s']:.1f} s")
@@ -477,7 +488,7 @@ def bench_backend(
     seeded = []
     for size in plan.sizes:
         say(f"  seeding {size:,} work orders")
-        seeded.append(seed_size(root, by_size[size], size, cache, say))
+        seeded.append(seed_size(root, by_size[size], size, cache, say, plan.drain_devices))
     servers = [ServerProcess(Path(tempfile.mkdtemp(prefix="server-", dir=root)), db_url=one.db_url)
                for one in seeded]  # fmt: skip
     try:
