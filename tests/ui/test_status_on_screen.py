@@ -241,6 +241,29 @@ def test_a_badge_follows_the_jobs_current_state(
     assert not shows(window, "Sending…")
 
 
+def test_the_list_shows_a_save_the_moment_the_editor_closes(
+    run: Runner, phone, store: Store
+) -> None:
+    """Back straight after Save: the row has the new words and says they wait to be sent. It
+    never shows the old words called "Synced" while the edit is on its way."""
+    app_vm, window = phone
+    add_orders(store, 1)
+    app_vm.workOrders.reload()
+    see(run, window, "Synced")
+    click(window, find(window, "workOrderRow_0"))
+    run.until(lambda: app_vm.editor.loaded)
+    type_into(window, find(window, "titleField"), "Pump check renamed")
+    run.until(lambda: find(window, "saveButton").isEnabled())
+    click(window, find(window, "saveButton"))
+    run(app_vm.wait_idle())  # the save and what it started, nothing that waits on a timer
+    click(window, find(window, "backButton"))
+    run.pause(0.02)  # a frame: far less than the job states' repaint delay
+    assert shows(window, "Pump check renamed"), shown_texts(window)
+    assert shows(window, "Pending (1 edit)"), shown_texts(window)
+    assert not shows(window, "Pump check 00000")
+    assert not shows(window, "Synced")
+
+
 @pytest.mark.parametrize(
     ("state", "toast"),
     [

@@ -11,6 +11,7 @@ from typing import Any
 
 from app.attachments import AttachmentCounts, Attachments
 from app.states import AttachmentState
+from app.store.db import in_batches
 from app.store.deadletters import EntityJobState, job_states
 from app.store.scope import Identity, read_identity
 from app.store.store import Store
@@ -75,9 +76,7 @@ def _with_drafts(store: Store, rows: list[dict[str, Any]]) -> None:
     """Which rows hold typing kept from the editor (`app.store.drafts`): few, by key."""
     ids = [row["id"] for row in rows]
     drafted: set[str] = set()
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in in_batches(ids):
         query = f"SELECT entity_id FROM drafts WHERE entity_id IN ({marks})"
         drafted.update(row[0] for row in store.read(query, chunk))
     for row in rows:
@@ -283,8 +282,13 @@ class WorkOrderListModel(ListViewModel[dict[str, Any]]):
         self.repaint(names=["badgeDetail"])  # a pending row's detail: is it on its way
 
     def on_bridge_op_changes(self, changes: dict[str, Any]) -> None:
+        """A write on this device (a save, a discard): its rows are read again at once, not
+        after the repaint timer that gathers a delivery's job states. Else a person who saves
+        and goes straight back sees the old words called "Synced" for a moment."""
         if changes["entity_ids"]:
-            self.on_bridge_records_changed(changes["entity_ids"])
+            self._dirty.update(changes["entity_ids"])
+            self._repaint_timer.stop()
+            self.on_repaint_timer_timeout()
 
     def on_bridge_upload_progress(self, change: dict[str, Any]) -> None:
         """An upload ended: its work order's "2 photos waiting" counts one less."""
