@@ -30,7 +30,7 @@ from app.attachments.model import (
 )
 from app.attachments.retention import Retention
 from app.states import AttachmentState, Reason
-from app.store.db import WriteTransaction, connection
+from app.store.db import WriteTransaction, connection, in_batches
 from app.store.errors import InvalidEditError, storage_errors
 from app.store.jobs import PRIORITY_BACKGROUND, TOPIC_ATTACHMENTS
 from app.store.settings import read_setting
@@ -203,15 +203,13 @@ class Attachments:
         tally: dict[str, list[tuple[AttachmentState, bool]]] = defaultdict(list)
         with storage_errors(self.store.path):
             conn = connection(self.store.db)
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
+            for chunk, marks in in_batches(ids):
                 rows = conn.execute(
                     "SELECT a.entity_id, a.mine, a.confirmed_at IS NOT NULL, j.status, "
                     "a.upload_url, a.upload_offset, a.content_type LIKE 'image/%' "
                     "FROM attachments AS a "
                     "LEFT JOIN jobs AS j ON j.idempotency_key = a.id AND j.topic = 'attachments' "
-                    "WHERE a.removed_at IS NULL AND a.entity_id IN "
-                    f"({', '.join('?' for _ in chunk)})",
+                    f"WHERE a.removed_at IS NULL AND a.entity_id IN ({marks})",
                     chunk,
                 )
                 for entity_id, mine, confirmed, job_status, url, offset, image in rows:

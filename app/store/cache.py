@@ -18,7 +18,7 @@ import peewee as pw
 
 from app.mutations import intended_fields
 from app.records import EDITABLE_FIELDS
-from app.store.db import connection
+from app.store.db import connection, in_batches
 from app.store.errors import storage_errors
 from app.store.jobs import entities_with_open_jobs
 from app.store.scope import ListScope, read_identity, scope_filter
@@ -72,9 +72,7 @@ class WorkOrderCache:
         """Which of these work orders this device already holds (one query per 500)."""
         found: list[str] = []
         conn = connection(self.db)
-        for start in range(0, len(entity_ids), 500):
-            chunk = entity_ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(entity_ids):
             rows = conn.execute(f"SELECT id FROM work_orders WHERE id IN ({marks})", chunk)
             found.extend(row[0] for row in rows)
         order = {entity_id: i for i, entity_id in enumerate(entity_ids)}

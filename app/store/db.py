@@ -25,7 +25,9 @@ import contextlib
 import os
 import re
 import sqlite3
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import peewee as pw
 import platformdirs
@@ -45,6 +47,7 @@ __all__ = [
     "WriteTransaction",
     "connection",
     "default_data_dir",
+    "in_batches",
     "open_database",
     "read_schema_version",
 ]
@@ -56,6 +59,11 @@ _REASON_CHARS = 300
 # quick_check reports a page it could not read as a row, not as an exception.
 _UNREADABLE_PAGE = re.compile(r"unable to get the page\. error code=(\d+)")
 SYNCHRONOUS_MODES = ("FULL", "NORMAL", "EXTRA")
+#: Values bound in one ``IN (?, …)`` list: under every SQLite build's limit on parameters (999
+#: before 3.32), so a list of any length is read in statements of this many.
+IN_BATCH = 500
+
+_T = TypeVar("_T")
 
 
 def default_data_dir() -> Path:
@@ -64,6 +72,14 @@ def default_data_dir() -> Path:
     if override:
         return Path(override)
     return Path(platformdirs.user_data_dir("fieldsync", appauthor=False))
+
+
+def in_batches(values: Sequence[_T]) -> Iterator[tuple[Sequence[_T], str]]:
+    """``values`` ``IN_BATCH`` at a time, each slice with its placeholders for ``IN (…)``:
+    ``for chunk, marks in in_batches(ids): conn.execute(f"… IN ({marks})", chunk)``."""
+    for start in range(0, len(values), IN_BATCH):
+        chunk = values[start : start + IN_BATCH]
+        yield chunk, ", ".join("?" * len(chunk))
 
 
 def connection(db: pw.SqliteDatabase) -> sqlite3.Connection:

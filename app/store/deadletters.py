@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.states import RETRYING, JobStatus, Reason, job_state
-from app.store.db import connection
+from app.store.db import connection, in_batches
 from app.store.errors import storage_errors
 from app.store.store import Store
 
@@ -177,9 +177,7 @@ def job_states(store: Store, entity_ids: list[str]) -> dict[str, EntityJobState]
     counts: dict[str, dict[str, Any]] = {}
     with storage_errors(store.path):
         conn = connection(store.db)
-        for start in range(0, len(entity_ids), 500):
-            chunk = entity_ids[start : start + 500]
-            marks = ", ".join("?" for _ in chunk)
+        for chunk, marks in in_batches(entity_ids):
             rows = conn.execute(
                 "SELECT entity_key, status, attempt_count, next_attempt_at, last_error FROM jobs "
                 f"WHERE entity_key IN ({marks}) "

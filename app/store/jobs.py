@@ -16,6 +16,7 @@ import peewee as pw
 
 from app.states import ConflictKind
 from app.store.backoff import BackoffPolicy
+from app.store.db import in_batches
 
 __all__ = [
     "PRIORITY_BACKGROUND",
@@ -123,13 +124,11 @@ def entities_with_open_jobs(
     found: set[str] = set()
     keys = sorted(set(entity_keys))
     chained = " AND chained = 1" if chained_only else ""
-    for start in range(0, len(keys), 500):
-        chunk = keys[start : start + 500]
+    for chunk, marks in in_batches(keys):
         found.update(
             key
             for (key,) in conn.execute(
-                f"SELECT DISTINCT entity_key FROM jobs WHERE entity_key IN "
-                f"({', '.join('?' for _ in chunk)}) "
+                f"SELECT DISTINCT entity_key FROM jobs WHERE entity_key IN ({marks}) "
                 f"AND finished_at IS NULL{chained}",
                 chunk,
             )

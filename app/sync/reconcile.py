@@ -22,7 +22,7 @@ from app.attachments.retention import forget_departed
 from app.executor import StoreExecutor
 from app.records import server_record_problem
 from app.store.cache import apply_server_record, apply_server_records
-from app.store.db import WriteTransaction, connection
+from app.store.db import WriteTransaction, connection, in_batches
 from app.store.scope import (
     apply_departures,
     keep_requested_pins,
@@ -124,9 +124,7 @@ def _news(conn: Any, records: list[dict[str, Any]]) -> int:
     """Records of a page newer than the server version the cache holds for them."""
     held: dict[str, int] = {}
     ids = [str(record["id"]) for record in records]
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in in_batches(ids):
         held.update(
             conn.execute(
                 f"SELECT id, server_version FROM work_orders WHERE id IN ({marks}) "
