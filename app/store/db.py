@@ -54,6 +54,7 @@ __all__ = [
 
 DB_FILENAME = "fieldsync.sqlite3"
 _SQLITE_HEADER = b"SQLite format 3\x00"
+_HEADER_FIELDS_END = 24  # the magic, page size, versions, reserved bytes, payload fractions
 _QUICK_CHECK_PROBLEMS = 3  # how many damaged spots quick_check reports before it stops
 _REASON_CHARS = 300
 # quick_check reports a page it could not read as a row, not as an exception.
@@ -146,15 +147,37 @@ class WriteTransaction:
 
 
 def _check_header(path: Path) -> None:
+    """Refuse a file whose header SQLite would refuse, before SQLite opens it.
+
+    SQLite reads the journal mode (byte 19) before the fields it checks for damage (bytes 16
+    and 21-23): a damaged header that happens to say WAL would have it create ``-wal`` and
+    ``-shm`` files beside the file it then refuses. Checking those fields first, with
+    SQLite's own rules, keeps a refused file's directory as it was.
+    """
     try:
         with path.open("rb") as fh:
-            header = fh.read(len(_SQLITE_HEADER))
+            header = fh.read(_HEADER_FIELDS_END)
     except IsADirectoryError:
         raise CorruptDatabaseError(path, "it is a directory") from None
-    if header and header != _SQLITE_HEADER[: len(header)]:
+    magic = header[: len(_SQLITE_HEADER)]
+    if magic and magic != _SQLITE_HEADER[: len(magic)]:
         raise CorruptDatabaseError(path, "not an SQLite database")
-    if 0 < len(header) < len(_SQLITE_HEADER):
+    if 0 < len(magic) < len(_SQLITE_HEADER):
         raise CorruptDatabaseError(path, "truncated SQLite header")
+    if len(header) == _HEADER_FIELDS_END and not _header_fields_valid(header):
+        raise CorruptDatabaseError(path, "damaged SQLite header")
+
+
+def _header_fields_valid(header: bytes) -> bool:
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    power_of_two = page_size & (page_size - 1) == 0
+    return (
+        512 <= page_size <= 65536
+        and power_of_two
+        and header[19] in (1, 2)  # the read version: 1 rollback journal, 2 WAL
+        and header[21:24] == b"\x40\x20\x20"  # payload fractions, fixed by the format
+    )
 
 
 def _check_pages(path: Path, conn: sqlite3.Connection) -> None:

@@ -29,6 +29,10 @@ CORRUPT_FILES: dict[str, Callable[[], bytes]] = {
     "header only": lambda: HEADER,
     "header then garbage": lambda: HEADER + os.urandom(4080),
     "zeroed pages": lambda: HEADER + b"\x00" * 8176,
+    # A damaged header whose journal byte says WAL: SQLite would make -wal/-shm files for it
+    # before noticing the damage (1 random header in 256 did so).
+    "garbage saying WAL": lambda: HEADER + b"\x10\x00\x02\x02" + bytes(4) + os.urandom(4072),
+    "bad page size saying WAL": lambda: HEADER + b"\x03\x00\x02\x02\x00@  " + os.urandom(4072),
 }
 
 
