@@ -24,8 +24,8 @@ from store_support import HERE, REPO_ROOT, child_env, rows
 from app.store.db import open_database
 from app.store.queue import JobQueue, Outcome
 
-LOW_WATER = 80
-BATCH = 160
+LOW_WATER = 400
+BATCH = 600
 KILLS = 40
 ENTITIES = 60
 SEED = 20240611
