@@ -6,8 +6,9 @@ loop as `fieldsync-server serve`, in its own process. What a request costs here 
 endpoint costs before it does anything: uvicorn's parse and write, the loop, the client. With
 `h11`, uvicorn parses with h11 (Python) instead, as the server did before: the difference is
 what the parser costs per request. With `raw DB_URL`, each request also writes the raw
-driver's rows for the create it carries (benchmarks/raw_writer.py) in one worker thread, as
-an endpoint would: the floor of any server of this stack doing the store's work, before
+driver's rows for the create(s) it carries (benchmarks/raw_writer.py) in one worker thread,
+as an endpoint would, and a batch is answered with the replies those rows stored, as the batch
+endpoint answers: the floor of any server of this stack doing the store's work, before
 authentication, validation, logging and metrics.
 
     python benchmarks/bare_asgi.py PORT [served|h11|raw DB_URL]
@@ -16,11 +17,11 @@ authentication, validation, logging and metrics.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import uvicorn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -49,12 +50,31 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         message = await receive()
         body += message.get("body", b"")
         more = message.get("more_body", False)
+    reply, headers = _BODY, _HEADERS
     if _writer is not None and body:
-        key = dict(scope["headers"]).get(b"idempotency-key", b"").decode()
-        group = [(key, json.loads(body)["entity_id"])]
-        await asyncio.get_running_loop().run_in_executor(None, _writer.write, group)
-    await send({"type": "http.response.start", "status": 200, "headers": _HEADERS})
-    await send({"type": "http.response.body", "body": _BODY})
+        request = orjson.loads(body)
+        if "mutations" in request:  # a batch: answered with the replies the rows stored
+            group = [(item["idempotency_key"], item["entity_id"]) for item in request["mutations"]]
+        else:
+            group = [(dict(scope["headers"]).get(b"idempotency-key", b"").decode(),
+                      request["entity_id"])]  # fmt: skip
+        stored = await asyncio.get_running_loop().run_in_executor(None, _writer.write, group)
+        if "mutations" in request:
+            reply = _batch_reply(group, stored)
+            headers = [(b"content-type", b"application/json"),
+                       (b"content-length", str(len(reply)).encode())]  # fmt: skip
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": reply})
+
+
+def _batch_reply(group: list[tuple[str, str]], stored: list[str]) -> bytes:
+    """The batch endpoint's answer, `{"results": [{idempotency_key, status, body}, …]}`, with
+    each body the reply the raw rows stored: what any server must send back."""
+    items = [
+        b'{"idempotency_key":%s,"status":201,"body":%s}' % (orjson.dumps(key), body.encode())
+        for (key, _), body in zip(group, stored, strict=True)
+    ]
+    return b'{"results":[' + b",".join(items) + b"]}"
 
 
 def main() -> None:

@@ -12,12 +12,18 @@ hits every measurement alike:
 - batch: `POST /v1/mutations/batch`, 100 creates per request (the engine's batch), likewise,
   and with two clients each keeping one batch in flight (`two_in_flight`);
 - raw (the ceiling): the same rows through the bare DB-API cursor, in the server's
-  transactions (benchmarks/raw_writer.py says exactly what it sends);
+  transactions (benchmarks/raw_writer.py says exactly what it sends), into tables as large
+  as the server's were when its own run began: the server's database takes the rows of
+  every measurement (fresh connections, two in flight), and inserts into random-key indexes
+  cost more as they grow, so the raw driver and the floor below are first levelled with it
+  (untimed creates);
 - bare_asgi (the HTTP floor): the same client sending the single endpoint's requests to an
   ASGI app that does nothing, under the same uvicorn and protocol (benchmarks/bare_asgi.py:
   httptools), under uvicorn's h11 parser instead (what the parser costs), and writing the raw
   driver's rows for each request's create in one worker thread (`bare_asgi_raw_rows`: the
-  floor of this stack doing the store's work, with no authentication, validation or logs);
+  floor of this stack doing the store's work, with no authentication, validation or logs),
+  and the batch endpoint's requests to that app, each answered with the replies its rows
+  stored (the batch endpoint's floor);
 - cpu: CPU time per single mutation of the client, the server process and PostgreSQL,
   beside the wall time: on 2 cores they take turns, so their sum is the wall's floor;
 - healthz: `GET /healthz` median round trip, kept-alive and fresh, and the bare app's.
@@ -47,9 +53,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_server import ServerProcess  # noqa: E402
 from cpu_probe import CpuWindow, postmaster_pid, tree  # noqa: E402
-from raw_writer import RawWriter  # noqa: E402
+from raw_writer import RawWriter, work_orders_in  # noqa: E402
 from results_file import SMOKE_HELP, RunWindow, add_json_option, publish, run_mode  # noqa: E402
 
+from server.db.store import open_store  # noqa: E402
 from server.embedded import provision_device  # noqa: E402
 from tests.support.postgres import PostgresUnavailable, running_postgres  # noqa: E402
 
@@ -190,14 +197,21 @@ def bench_backend(
         "single": {"kept_alive": [], "fresh_connection": [], "raw_same_rows": [], "bare_asgi": [],
                    "bare_asgi_h11": [], "bare_asgi_raw_rows": []},
         "batch": {"kept_alive": [], "fresh_connection": [], "two_in_flight": [],
-                  "raw_same_rows": []},
+                  "raw_same_rows": [], "bare_asgi_raw_rows": []},
         "healthz_ms": {"kept_alive": [], "fresh_connection": [], "bare_asgi": []},
         "cpu_per_single_us": {},
         "cpu_per_bare_asgi_us": {},
         "cpu_per_bare_asgi_h11_us": {},
         "cpu_per_bare_asgi_raw_rows_us": {},
+        # The server's work orders as its kept-alive single and batch runs began; the raw
+        # driver and the floor are levelled with them before they are measured.
+        "work_orders": {"single": [], "batch": []},
     }  # fmt: skip
     raw = RawWriter(raw_url, FIELDS)
+    # Levels the floor's database with the server's (its process writes only the single
+    # requests' rows), as `raw` levels its own: see `RawWriter.level_with`.
+    floor_rows = RawWriter(floor_url, FIELDS)
+    server_rows = open_store(db_url, create=False)
     # Separate processes, as in production: a client in the same interpreter would compete
     # with the server for the GIL and halve both.
     try:
@@ -231,28 +245,41 @@ def bench_backend(
                     for connection, client in clients.items():
                         samples["healthz_ms"][connection].append(healthz_ms(client, pings))
                         if connection == "kept_alive":
+                            at_single = work_orders_in(server_rows)
                             rate, cpu = _single_with_cpu(client, single, window)
                             for name, value in cpu.items():
                                 samples["cpu_per_single_us"].setdefault(name, []).append(value)
                         else:
                             rate = single_rate(client, single)
                         samples["single"][connection].append(rate)
+                        if connection == "kept_alive":
+                            at_batch = work_orders_in(server_rows)
                         samples["batch"][connection].append(batch_rate(client, batch))
                     pair = [clients["kept_alive"], second]
                     samples["batch"]["two_in_flight"].append(batch_rate_in_flight(pair, batch))
                     samples["healthz_ms"]["bare_asgi"].append(healthz_ms(floor, pings))
+                    floor_rows.level_with(at_single, BATCH_SIZE)
                     for name, (client, floor_window) in floors.items():
                         rate, cpu = _single_with_cpu(client, single, floor_window, 200)
                         samples["single"][name].append(rate)
                         for part, value in cpu.items():
                             samples[f"cpu_per_{name}_us"].setdefault(part, []).append(value)
+                    floor_rows.level_with(at_batch, BATCH_SIZE)
+                    samples["batch"]["bare_asgi_raw_rows"].append(
+                        batch_rate(floors["bare_asgi_raw_rows"][0], batch)
+                    )
+                    raw.level_with(at_single, BATCH_SIZE)
                     samples["single"]["raw_same_rows"].append(raw.rate(single, 1))
+                    raw.level_with(at_batch, BATCH_SIZE)
                     samples["batch"]["raw_same_rows"].append(raw.rate(batch, BATCH_SIZE))
+                    samples["work_orders"]["single"].append(at_single)
+                    samples["work_orders"]["batch"].append(at_batch)
             finally:
                 for client in (*clients.values(), second, *(c for c, _ in floors.values())):
                     client.close()
     finally:
-        raw.close()
+        for store in (raw, floor_rows, server_rows):
+            store.close()
     return _figures(samples)
 
 
@@ -275,6 +302,10 @@ def _figures(samples: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
         "single_vs_bare_asgi_raw_rows": round(
             single["kept_alive"] / single["bare_asgi_raw_rows"], 3
         ),
+        "batch_bare_asgi_raw_rows_vs_raw": round(
+            batch["bare_asgi_raw_rows"] / batch["raw_same_rows"], 3
+        ),
+        "batch_vs_bare_asgi_raw_rows": round(batch["kept_alive"] / batch["bare_asgi_raw_rows"], 3),
         "batch_two_in_flight_vs_one": round(batch["two_in_flight"] / batch["kept_alive"], 3),
         "single_kept_alive_vs_fresh": round(single["kept_alive"] / single["fresh_connection"], 3),
         "batch_kept_alive_vs_fresh": round(batch["kept_alive"] / batch["fresh_connection"], 3),
@@ -329,7 +360,16 @@ def print_table(results: dict[str, Any]) -> None:
                 "bare_asgi_raw_rows",
             ),
         ),
-        ("batch", ("kept_alive", "fresh_connection", "two_in_flight", "raw_same_rows")),
+        (
+            "batch",
+            (
+                "kept_alive",
+                "fresh_connection",
+                "two_in_flight",
+                "raw_same_rows",
+                "bare_asgi_raw_rows",
+            ),
+        ),
     ):
         for name in names:
             row(f"{kind} {name.replace('_', ' ')}", lambda b, k=kind, n=name: b[k][n], ",.0f")
@@ -393,7 +433,8 @@ def main(argv: list[str] | None = None) -> int:
                 "change numbers as the store takes them (PostgreSQL: shared advisory lock + "
                 "pg_current_xact_id(); SQLite: counter row read and advanced), the work "
                 "order(s), their creator's scope entry, their change-log row, the claim(s) "
-                "marked done with the reply"
+                "marked done with the reply; its database levelled (untimed creates) with "
+                "the server's work orders as the server's kept-alive run of the same kind began"
             ),
             "bare_asgi": "an ASGI app answering {'status': 'ok'}, same uvicorn and protocol "
             "(httptools)",
