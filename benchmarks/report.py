@@ -1072,7 +1072,14 @@ def render_chaos_uploads(runs: dict[str, Run]) -> str:
 
 
 def _day(run: Run) -> str:
-    return datetime.fromisoformat(run.envelope["date"]).strftime("%Y-%m-%d")
+    """When a headline figure was measured, and on which commit (its full provenance is in
+    docs/)."""
+    day = datetime.fromisoformat(run.envelope["date"]).strftime("%Y-%m-%d")
+    commit = run.envelope.get("commit")
+    if not commit:
+        return day
+    dirty = " with uncommitted changes" if run.envelope.get("dirty") else ""
+    return f"{day}, `{commit[:7]}`{dirty}"
 
 
 def render_headline(runs: dict[str, Run]) -> str:

@@ -3,13 +3,14 @@
 `app/` is the core and imports no Qt (nor `ui/`, nor `server/`); `ui/` reaches the server's
 code only through the embedded launcher (`ui/embedded.py`, the one-window demo); view-models
 read the store through its read API (`Store.work_order`, `work_orders`, ...), never its
-`cache`; no screen wakes the engine (it wakes itself). Checked on the syntax tree, so a late
-import inside a function counts too.
+`cache` nor SQL of their own; no screen wakes the engine (it wakes itself). Checked on the
+syntax tree, so a late import inside a function counts too.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,6 +82,31 @@ def cache_reads(path: Path) -> Iterator[int]:
 def test_view_models_read_the_store_through_its_read_api() -> None:
     found = [where(path, line) for path in sources("ui") for line in cache_reads(path)]
     assert found == []
+
+
+#: The start of an SQL statement, as the store's modules write them.
+SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|WITH)\s")
+
+
+def sql_texts(path: Path) -> Iterator[int]:
+    """Lines where ``path`` writes SQL: a string (or an f-string's text) starting a statement."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL.match(node.value):
+            yield node.lineno
+
+
+def test_screens_write_no_sql() -> None:
+    # What a screen needs from the tables has a reader in app/ (`drafted_among`, ...).
+    found = [where(path, line) for path in sources("ui") for line in sql_texts(path)]
+    assert found == []
+
+
+def test_the_sql_reader_sees_a_query_in_an_f_string(tmp_path: Path) -> None:
+    path = tmp_path / "probe.py"
+    path.write_text('def load(store, m):\n    return store.read(f"SELECT id FROM t WHERE {m}")\n')
+    assert list(sql_texts(path)) == [2]
+    path.write_text('WORDS = "Select a work order to see it"\n')
+    assert list(sql_texts(path)) == []
 
 
 @pytest.mark.parametrize(

@@ -20,10 +20,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.store.db import WriteTransaction, connection
+from app.store.db import WriteTransaction, connection, in_batches
 from app.store.errors import storage_errors
 
-__all__ = ["NEW_FORM", "Draft", "count_drafts", "drop_draft", "keep_draft", "read_draft"]
+__all__ = [
+    "NEW_FORM",
+    "Draft",
+    "count_drafts",
+    "drafted_among",
+    "drop_draft",
+    "keep_draft",
+    "read_draft",
+]
 
 #: The draft key of the editor's new-work-order form.
 NEW_FORM = ""
@@ -95,6 +103,17 @@ def read_draft(store: Any, entity_id: str) -> Draft | None:
         return None
     version = None if row[2] is None else int(row[2])
     return Draft(entity_id, fields, base, version, float(row[3]))
+
+
+def drafted_among(store: Any, entity_ids: list[str]) -> set[str]:
+    """Which of ``entity_ids`` hold typing kept from the editor (the list marks them)."""
+    drafted: set[str] = set()
+    with storage_errors(store.path):
+        conn = connection(store.db)
+        for chunk, marks in in_batches(entity_ids):
+            query = f"SELECT entity_id FROM drafts WHERE entity_id IN ({marks})"
+            drafted.update(row[0] for row in conn.execute(query, chunk))
+    return drafted
 
 
 def count_drafts(conn: Any) -> int:

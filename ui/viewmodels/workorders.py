@@ -11,8 +11,8 @@ from typing import Any
 
 from app.attachments import AttachmentCounts, Attachments
 from app.states import AttachmentState
-from app.store.db import in_batches
 from app.store.deadletters import EntityJobState, job_states
+from app.store.drafts import drafted_among
 from app.store.scope import Identity, read_identity
 from app.store.store import Store
 from ui.qt import Property, QModelIndex, QObject, Signal, Slot, connect
@@ -74,11 +74,7 @@ def _with_attachments(store: Store, rows: list[dict[str, Any]]) -> None:
 
 def _with_drafts(store: Store, rows: list[dict[str, Any]]) -> None:
     """Which rows hold typing kept from the editor (`app.store.drafts`): few, by key."""
-    ids = [row["id"] for row in rows]
-    drafted: set[str] = set()
-    for chunk, marks in in_batches(ids):
-        query = f"SELECT entity_id FROM drafts WHERE entity_id IN ({marks})"
-        drafted.update(row[0] for row in store.read(query, chunk))
+    drafted = drafted_among(store, [row["id"] for row in rows])
     for row in rows:
         row["draft"] = row["id"] in drafted
 
