@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from typing import Any
 
-from app.records import EDITABLE_FIELDS
 from app.states import Connectivity, Reason
+from app.words import (
+    FIELD_LABELS,
+    PRIORITY_WORDS,
+    STATUS_WORDS,
+    field_label,
+    value_in_words,
+)
 
 __all__ = [
     "CONNECTIVITY_WORDS",
@@ -125,32 +130,6 @@ def when(timestamp: float | None, now: float | None = None) -> str:
         return "—"
     current = dt.datetime.fromtimestamp(time.time() if now is None else now)
     return _local_words(dt.datetime.fromtimestamp(timestamp), current)
-
-
-def field_label(name: str) -> str:
-    """A work order's field as the screens name it: "due_date" is "Due date"."""
-    return name.replace("_", " ").capitalize()
-
-
-#: Every editable field's label, as every screen shows it (QML reads it from a view-model).
-FIELD_LABELS: dict[str, str] = {name: field_label(name) for name in EDITABLE_FIELDS}
-#: A work order's status in words, in the order a choice lists them.
-STATUS_WORDS: dict[str, str] = {
-    "open": "Open",
-    "in_progress": "In progress",
-    "done": "Done",
-    "cancelled": "Cancelled",
-}
-PRIORITY_WORDS: dict[str, str] = {"low": "Low", "normal": "Normal", "high": "High"}
-
-
-def value_in_words(value: Any) -> str:
-    """A field's value where two sides are compared: "(empty)", yes/no, or the text."""
-    if value is None or value == "":
-        return "(empty)"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
 
 
 def size_in_words(n_bytes: int) -> str:

@@ -5,38 +5,30 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from app.words import FIELD_LABELS, value_in_words
+
 if TYPE_CHECKING:
     from server.db.store import Store
 
-__all__ = ["FIELD_LABELS", "change_history", "field_words"]
+__all__ = ["change_history", "field_words"]
 
-#: The work-order form's labels (templates/_work_order_fields.html), and the tombstone's.
-FIELD_LABELS: dict[str, str] = {
-    "title": "Title", "site": "Site", "status": "Status", "priority": "Priority",
-    "assignee": "Assignee", "team": "Team", "due_date": "Due date", "notes": "Notes",
-    "deleted": "Deleted",
-}  # fmt: skip
-
+#: The order of the console's work-order form (templates/_work_order_fields.html), then the
+#: tombstone; the labels are the product's (`app.words`).
+_FORM_ORDER = ("title", "site", "status", "priority", "assignee", "team", "due_date", "notes",
+               "deleted")  # fmt: skip
 _KINDS = {"create": "Created", "update": "Changed", "delete": "Deleted"}
 _SOURCES = {"device": "device", "console": "console", "conflict": "conflict"}
-
-
-def _value(value: Any) -> str:
-    if value is None or value == "":
-        return "(empty)"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
 
 
 def field_words(fields: dict[str, list[Any]]) -> list[str]:
     """`["Status: open → done", …]` in the form's order of fields; a field that reads the
     same before and after (a create's blank notes: `None` → "") says nothing and is left out."""
     words = []
-    for name, label in FIELD_LABELS.items():
+    for name in _FORM_ORDER:
         if name not in fields:
             continue
-        before, after = (_value(value) for value in fields[name])
+        before, after = (value_in_words(value) for value in fields[name])
+        label = FIELD_LABELS[name]
         if before != after:
             words.append(f"{label}: {before} → {after}")
     return words

@@ -10,6 +10,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
+from app.words import FIELD_LABELS
 from server.console.sessions import Visit
 
 __all__ = ["age_words", "page", "templates"]
@@ -38,6 +39,8 @@ def iso_at(epoch: float | None) -> str:
 
 
 templates.env.filters["iso_at"] = iso_at
+#: The fields' labels, as the phone's screens show them (`app.words`, their one home).
+templates.env.globals["labels"] = FIELD_LABELS
 
 
 def page(

@@ -176,3 +176,21 @@ def test_a_conflict_decided_in_the_console_is_logged_as_the_admins(
     page = html.unescape(console.get(f"/console/work-orders/{record['id']}").text)
     assert "Changed</strong> by ada, from the conflict (version 2)" in page
     assert "Priority: normal → high" in page
+
+
+def test_the_console_names_fields_as_the_phone_does() -> None:
+    # One table of labels and value words (`app.words`) for the phone's screens and the
+    # console: its history and its form.
+    from app.words import FIELD_LABELS
+    from server.console.change_words import field_words
+    from server.console.render import templates
+    from ui import wording
+
+    assert wording.FIELD_LABELS is FIELD_LABELS
+    changed = {"notes": [None, ""], "due_date": [None, "2026-12-24"], "deleted": [False, True]}
+    assert field_words(changed) == ["Due date: (empty) → 2026-12-24", "Deleted: no → yes"]
+    form = templates.get_template("_work_order_fields.html").render(
+        values={}, statuses=[], priorities=[]
+    )
+    labels = [FIELD_LABELS[name] for name in ("title", "site", "due_date", "notes")]
+    assert all(f">{label}</label>" in form for label in labels)
