@@ -42,7 +42,10 @@ _SCOPE_LOCK = 0x46534353
 def work_orders_in(store: Store) -> int:
     """How many work orders `store` holds (the server's, the raw writer's or the floor's)."""
     table = store.tables.WorkOrder._meta.table_name
-    return int(store.db.execute_sql(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0])
+    # fetchall: the statement ends here, so no read transaction of the bench's stays open
+    # under the server's writes (it would hold back SQLite's WAL checkpoints).
+    [(count,)] = store.db.execute_sql(f'SELECT COUNT(*) FROM "{table}"').fetchall()
+    return int(count)
 
 
 class RawWriter:
