@@ -69,6 +69,9 @@ def tap(run: Runner, window: QQuickWindow, name: str) -> None:
     scroll_into_view(item)
     if flick is not None:
         run.until(lambda: not flick.property("moving"))
+    # Found again: while the page settled, a list may have been rebuilt under it (the failed
+    # changes reload when the engine reports), and the item found first deleted with it.
+    item = find(window, name)
     click(window, item)
 
 
