@@ -76,7 +76,7 @@ class BadgeKind(enum.StrEnum):
     FAILED = "failed"
     CONFLICT = "conflict"
     REVIEW = "review"
-    RETRYING = RETRYING  # noqa: PIE796 - the job state's word (`job_state`), its one home
+    RETRYING = RETRYING  # the job state's word (`job_state`), its one home
     SENDING = "sending"
     PENDING = "pending"
     SYNCED = "synced"

@@ -53,13 +53,14 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     reply, headers = _BODY, _HEADERS
     if _writer is not None and body:
         request = orjson.loads(body)
-        if "mutations" in request:  # a batch: answered with the replies the rows stored
-            group = [(item["idempotency_key"], item["entity_id"]) for item in request["mutations"]]
+        batch = request.get("mutations")  # a batch: answered with the replies the rows stored
+        if batch is not None:
+            group = [(item["idempotency_key"], item["entity_id"]) for item in batch]
         else:
             group = [(dict(scope["headers"]).get(b"idempotency-key", b"").decode(),
                       request["entity_id"])]  # fmt: skip
         stored = await asyncio.get_running_loop().run_in_executor(None, _writer.write, group)
-        if "mutations" in request:
+        if batch is not None:
             reply = _batch_reply(group, stored)
             headers = [(b"content-type", b"application/json"),
                        (b"content-length", str(len(reply)).encode())]  # fmt: skip

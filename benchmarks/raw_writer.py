@@ -79,16 +79,11 @@ class RawWriter:
             self.write(group)
         return count / (time.perf_counter() - started)
 
-    def work_orders(self) -> int:
-        """How many work orders its database holds."""
-        return work_orders_in(self.store)
-
     def level_with(self, rows: int, per_commit: int) -> int:
         """Untimed: write creates until its database holds `rows` work orders, so that it is
         measured on tables as large as those of the server it is compared with (an insert
-        into random-key indexes costs more the larger they are: 3 times more at 40,000 work
-        orders than at 5,000 here). Returns how many it wrote."""
-        missing = rows - self.work_orders()
+        into random-key indexes costs more the larger they are). Returns how many it wrote."""
+        missing = rows - work_orders_in(self.store)
         for at in range(0, max(missing, 0), per_commit):
             count = min(per_commit, missing - at)
             self.write([(str(uuid.uuid4()), str(uuid.uuid4())) for _ in range(count)])
