@@ -41,6 +41,9 @@ class Restarts:
         return parts.hostname or "127.0.0.1", parts.port or 80
 
     def kill_and_restart(self) -> None:
+        # A kill soon after the last one finds the next standby still starting: the server
+        # is then restarted in place (with the same `server_args`), so the kill still lands
+        # where the test aimed it.
         if self.standby is not None:
             self._kill_and_switch()
             return
@@ -52,7 +55,7 @@ class Restarts:
         self.kills += 1
         self.current.stop()  # reaps it
         self.log += self.current.lines
-        self.current = ServerProcess(self.db_url).start()
+        self.current = ServerProcess(self.db_url, *self.server_args).start()
         self.proxy.set_upstream(self.upstream())
         self.proxy.link_up()
         self.downtime_s.append(time.monotonic() - killed_at)
