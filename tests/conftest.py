@@ -4,12 +4,14 @@ office password hashes in this process."""
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import shutil
 import sqlite3
 import ssl
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,14 @@ import httpx._transports.default as httpx_transports
 import pytest
 
 from tests.support.postgres import PostgresCluster, PostgresUnavailable, running_postgres
+
+# Nothing a test starts writes under the real home: a server on PostgreSQL without
+# `--attachments-dir` keeps its files in the XDG data dir (server.uploads.blobs), and every such
+# server of a run shared that one folder, across workers and runs. Each test process (and all it
+# starts) gets a data dir of its own instead, removed when it ends.
+_DATA_HOME = tempfile.mkdtemp(prefix="fieldsync-xdg-data-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+atexit.register(shutil.rmtree, _DATA_HOME, ignore_errors=True)
 
 #: Where the tests that start many programs each live: run first, spread over the workers.
 _HEAVY_DIRS = ("tests/benchmarks/", "tests/chaos/")
