@@ -3,8 +3,9 @@
 Each mutation gets exactly the answer `apply_mutation` would give if the mutations ran one after
 another (a later item sees what earlier items did to the same record), but instead of a SELECT,
 an INSERT or UPDATE and two savepoints per item, built by peewee each time, the batch reads
-every record it touches in one query, works out the answers in memory and writes only the final
-state of each record: new ones in multi-row INSERTs, changed ones in multi-row UPDATEs.
+every record it updates or deletes in one query (a create's id is taken to be new), works out
+the answers in memory and writes only the final state of each record: new ones in multi-row
+INSERTs, changed ones in multi-row UPDATEs.
 
 Runs inside `Store.write_transaction`, like `apply_mutation`: the records are read locked (in
 order of id, and new ones inserted in order of id, so two batches never wait for each other
@@ -64,7 +65,10 @@ def apply_mutation_batch(
     author = author or Author(creator, "device", None, device_name)
     at = now_iso()
     log: list[tuple[Any, ...]] = []
-    loaded = _load(store, {mutation.entity_id for mutation in mutations})
+    # A create's id is taken to be new, unread: were it not, the INSERT below fails on its
+    # primary key and the caller applies the items one by one, which answers the conflict.
+    # So a batch of a device's new work orders reads nothing.
+    loaded = _load(store, {m.entity_id for m in mutations if m.op != "create"})
     if gate is not None:
         gate.load(loaded)
     read_version = {entity_id: row["version"] for entity_id, row in loaded.items()}
@@ -115,7 +119,7 @@ def apply_mutation_batch(
         if entity_id in read_version
     ]
     _insert(store, created)
-    for record in created:  # new ids: `_load` found no row of theirs, and the INSERT had none
+    for record in created:  # new ids: the INSERT, which succeeded, found no row of theirs
         sequence.note_fresh(
             record["seq"], record["id"], record["assignee"], record["team"], record["created_by"]
         )

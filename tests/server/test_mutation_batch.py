@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,12 +36,15 @@ def db_urls(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     )
 
 
-def random_mutations(rng: random.Random, entity_ids: list[str], count: int) -> list[ValidMutation]:
-    """Creates, edits and deletes of a few records, with right, stale and absurd versions."""
+def random_mutations(
+    rng: random.Random, entity_ids: list[str], new_ids: list[str], count: int
+) -> list[ValidMutation]:
+    """Creates (of `new_ids`), edits and deletes of a few records, with right, stale and
+    absurd versions."""
     mutations = []
     for _ in range(count):
-        entity_id = rng.choice(entity_ids)
         op = rng.choice(["create", "update", "update", "update", "delete"])
+        entity_id = rng.choice(new_ids if op == "create" else entity_ids)
         raw: dict[str, Any] = {"entity_id": entity_id, "op": op}
         if op == "create":
             raw["fields"] = {"title": f"t{rng.randrange(100)}", "priority": "high"}
@@ -80,7 +84,9 @@ def test_batch_answers_and_writes_as_one_by_one(db_urls: tuple[str, str], seed: 
     rng = random.Random(seed)
     entity_ids = [new_id() for _ in range(12)]
     existing = [validate_mutation(create_body(entity_id)) for entity_id in entity_ids[:6]]
-    mutations = random_mutations(rng, entity_ids, 400)
+    # The batch takes a create's id to be new (a stored one: the next test), so its creates
+    # meet only ids no row has yet, some of them twice (the later one answers a conflict).
+    mutations = random_mutations(rng, entity_ids, entity_ids[6:], 400)
     one_by_one, at_once = (open_store(url) for url in db_urls)
     try:
         for store in (one_by_one, at_once):
@@ -103,14 +109,65 @@ def test_batch_answers_and_writes_as_one_by_one(db_urls: tuple[str, str], seed: 
         at_once.close()
 
 
+def test_a_create_of_a_stored_id_rolls_the_batch_back_and_answers_as_one_by_one(
+    db_urls: tuple[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    stored, fresh = [new_id() for _ in range(3)], new_id()
+    mutations = [
+        validate_mutation(raw)
+        for raw in (
+            create_body(fresh),
+            # A stored id nothing else in the batch reads: the batch's INSERT meets its row.
+            create_body(stored[0], notes="a second create of a stored id"),
+            # One the batch reads for its update: answered in the batch itself.
+            create_body(stored[1]),
+            {"entity_id": stored[1], "op": "update", "base_version": 1, "fields": {"notes": "n"}},
+            {"entity_id": fresh, "op": "update", "base_version": 1, "fields": {"status": "done"}},
+            {"entity_id": stored[2], "op": "delete", "base_version": 1},
+        )
+    ]
+    one_by_one, at_once = (open_store(url) for url in db_urls)
+    try:
+        for store in (one_by_one, at_once):
+            with store.write_transaction() as sequence:
+                for entity_id in stored:
+                    seed = validate_mutation(create_body(entity_id))
+                    apply_mutation(store, seed, "seed", sequence, creator="seed")
+        with one_by_one.write_transaction() as sequence:
+            expected = [
+                apply_mutation(one_by_one, m, "phone", sequence, creator="phone") for m in mutations
+            ]
+        calls = [
+            IdempotentCall(f"k{i}", request_hash("m", m.canonical()), _effect(at_once, m))
+            for i, m in enumerate(mutations)
+        ]
+
+        def batch_effect(sequence: ChangeSequence, positions: Any) -> list[Reply]:
+            chosen = [mutations[p] for p in positions]
+            return apply_mutation_batch(at_once, chosen, "phone", sequence, creator="phone")
+
+        settings = Settings(db_url=db_urls[1])
+        caplog.set_level(logging.WARNING, logger="server.idempotency")
+        got = execute_idempotent(at_once, 1, calls, settings, batch_effect=batch_effect)
+        assert [(r.status, without_clock(r.body)) for r in got] == [
+            (r.status, without_clock(r.body)) for r in expected
+        ]
+        assert [r.status for r in got] == [201, 409, 409, 200, 200, 200]
+        assert table_state(at_once) == table_state(one_by_one)
+        assert "batch effect rolled back; one by one" in caplog.text
+    finally:
+        one_by_one.close()
+        at_once.close()
+
+
+def _effect(store: Store, mutation: ValidMutation) -> Callable[[ChangeSequence], Reply]:
+    return lambda sequence: apply_mutation(store, mutation, "phone", sequence, creator="phone")
+
+
 def create_calls(store: Store, count: int) -> tuple[list[IdempotentCall], list[ValidMutation]]:
     mutations = [validate_mutation(create_body()) for _ in range(count)]
-
-    def effect_of(mutation: ValidMutation) -> Callable[[ChangeSequence], Reply]:
-        return lambda sequence: apply_mutation(store, mutation, "phone", sequence, creator="phone")
-
     calls = [
-        IdempotentCall(f"k{i}", request_hash("m", m.canonical()), effect_of(m))
+        IdempotentCall(f"k{i}", request_hash("m", m.canonical()), _effect(store, m))
         for i, m in enumerate(mutations)
     ]
     return calls, mutations
