@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from app import mutations as contract
 from app.mutations import BASE_FORBIDDEN_FOR_CREATE, BASE_REQUIRED
-from app.records import EDITABLE_FIELDS, ValidationError
+from app.records import EDITABLE_FIELDS, ValidationError, normalized_create
 from server.access import Action, Allowed
 from server.db.idempotency import Reply
 from server.db.models import WorkOrderRow
 from server.db.store import ChangeSequence, Store
 from server.records.history import Author, changed_fields, created_fields, log_entry, write_log
-from server.wire import Mutation, check_wire_fields, wire_entity_id
+from server.wire import Mutation, check_created_fields, check_wire_fields, wire_entity_id
 
 if TYPE_CHECKING:
     from server.gate import Gate
@@ -38,6 +38,7 @@ __all__ = [
     "record_columns_json",
     "record_json",
     "stamp",
+    "validate_creates",
     "validate_mutation",
 ]
 
@@ -110,6 +111,45 @@ def validate_mutation(raw: Any) -> ValidMutation:
     assert checked.entity_id is not None  # the envelope requires one
     fields = checked.fields if checked.op == "create" else checked.intended()
     return ValidMutation(checked.entity_id, checked.op, mutation.base_version, fields)
+
+
+#: A create as devices send it: these keys (`base_version` may be left out) and no other.
+_CREATE_SHAPES = (
+    frozenset({"entity_id", "op", "fields"}),
+    frozenset({"entity_id", "op", "base_version", "fields"}),
+)
+
+
+def validate_creates(items: Sequence[Mapping[str, Any]]) -> list[ValidMutation | None]:
+    """What `validate_mutation` answers for each item that is a plain create, found for all of
+    them at once; None for the other items.
+
+    New work orders are what a device sends most, by the hundred after a day offline. Their
+    fields go through the one strict reader `validate_mutation` uses (`server.wire`) in one
+    pass instead of three pydantic calls each. An item of another shape, and every create
+    when any create's fields do not pass, is left (None) to `validate_mutation`, whose error
+    says which and why."""
+    positions: list[int] = []
+    entity_ids: list[str] = []
+    fields: list[dict[str, Any]] = []
+    for position, raw in enumerate(items):
+        entity_id, given = raw.get("entity_id"), raw.get("fields")
+        if (
+            raw.keys() in _CREATE_SHAPES
+            and raw["op"] == "create"
+            and raw.get("base_version") is None
+            and type(given) is dict
+            and (canonical := wire_entity_id(entity_id)) is not None
+        ):
+            positions.append(position)
+            entity_ids.append(canonical)
+            fields.append(given)
+    valid: list[ValidMutation | None] = [None] * len(items)
+    parsed = check_created_fields(fields) if fields else None
+    if parsed is not None:
+        for position, entity_id, order in zip(positions, entity_ids, parsed, strict=True):
+            valid[position] = ValidMutation(entity_id, "create", None, normalized_create(order))
+    return valid
 
 
 #: The fields of a work order on the wire, in order (`seq` stays on the server).

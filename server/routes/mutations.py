@@ -44,6 +44,7 @@ from server.records.mutations import (
     InvalidMutation,
     ValidMutation,
     apply_mutation,
+    validate_creates,
     validate_mutation,
 )
 from server.routing.one_hop import OneHopRoute
@@ -188,6 +189,7 @@ def post_batch(
     calls: list[IdempotentCall] = []
     mutations: list[ValidMutation] = []
     positions: list[int] = []
+    keyed: list[tuple[int, Any, dict[str, Any]]] = []
     for index, item in enumerate(batch.mutations):
         raw = dict(item)
         key = raw.pop("idempotency_key", None)
@@ -196,11 +198,15 @@ def post_batch(
         if problem is not None:
             early[index] = Reply(400, problem)
             continue
-        try:
-            valid = validate_mutation(raw)
-        except InvalidMutation as error:
-            early[index] = _invalid(error.detail)
-            continue
+        keyed.append((index, key, raw))
+    creates = validate_creates([raw for _, _, raw in keyed])
+    for (index, key, raw), valid in zip(keyed, creates, strict=True):
+        if valid is None:
+            try:
+                valid = validate_mutation(raw)
+            except InvalidMutation as error:
+                early[index] = _invalid(error.detail)
+                continue
         calls.append(_call(context, device, gate, key, valid))
         mutations.append(valid)
         positions.append(index)

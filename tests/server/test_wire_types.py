@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from typing import Any
 
 from hypothesis import example, given, settings
@@ -19,6 +20,7 @@ from server.db.idempotency import request_hash
 from server.records.mutations import (
     InvalidMutation,
     ValidMutation,
+    validate_creates,
     validate_mutation,
     validation_detail,
 )
@@ -112,6 +114,59 @@ def test_a_mutation_parsed_once_is_what_parsing_it_twice_gave(
     raw = {"entity_id": entity_id, "op": op, "base_version": None if op == "create" else 3,
            "fields": fields}  # fmt: skip
     assert _answer(validate_mutation, raw) == _answer(_parsing_twice, raw)
+
+
+_CREATE_FIELDS = st.one_of(
+    st.dictionaries(_NAMES, _VALUES, max_size=4),
+    st.fixed_dictionaries(  # what passes, mostly
+        {"title": st.sampled_from(["Pump", "Valve \x7f", "Seal\ttab", "\ud800", ""])},
+        optional={
+            "notes": st.text(max_size=5),
+            "due_date": st.sampled_from(["2026-12-02", 3]),
+            "priority": st.sampled_from(["high", "urgent"]),
+            "deleted": st.booleans(),
+        },
+    ),  # fmt: skip
+)
+_CREATES = st.fixed_dictionaries(
+    {
+        "entity_id": st.one_of(_IDS, st.integers(), st.none()),
+        "op": st.sampled_from(["create", "create", "create", "update", "Create", 1]),
+        "fields": _CREATE_FIELDS,
+    },
+    optional={"base_version": st.sampled_from([None, 1, 0, "1", 1.0]), "extra": st.just(1)},
+)
+_PUMP = {"title": "Pump", "due_date": "2026-12-02"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_CREATES, max_size=3))
+@example([{"entity_id": "0E4A7C3E-1D2B-4C5D-8E9F-0A1B2C3D4E5F", "op": "create", "fields": _PUMP}])
+def test_creates_validated_at_once_are_what_validating_each_gives(
+    items: list[dict[str, Any]],
+) -> None:
+    quick = validate_creates(items)
+    assert len(quick) == len(items)
+    for item, valid in zip(items, quick, strict=True):
+        if valid is not None:  # taken at once: exactly what one at a time answers
+            assert valid == validate_mutation(item)
+
+
+def test_creates_are_taken_at_once_unless_one_of_them_fails() -> None:
+    def create(title: Any) -> dict[str, Any]:
+        return {"entity_id": str(uuid.uuid4()).upper(), "op": "create", "fields": {"title": title}}
+
+    update = {"entity_id": str(uuid.uuid4()), "op": "update", "base_version": 1,
+              "fields": {"title": "t"}}  # fmt: skip
+    items = [create("Pump"), update, create("Valve")]
+    quick = validate_creates(items)
+    assert quick[1] is None  # not a create: left to validate_mutation
+    assert [quick[0], quick[2]] == [validate_mutation(items[0]), validate_mutation(items[2])]
+    assert quick[0] is not None
+    assert quick[0].entity_id == items[0]["entity_id"].lower()
+    # One create that fails leaves every create to validate_mutation, which says which.
+    assert validate_creates([create("Pump"), create(""), create("Valve")]) == [None] * 3
+    assert validate_creates([create("Pump"), create(2**64)]) == [None] * 2  # past 64 bits
 
 
 _PLAIN = st.recursive(
