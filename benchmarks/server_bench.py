@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": (200, 2_000, 100),
         "full": (1_000, 6_000, 300),
     }[mode]
-    counts = {"runs": args.runs or {"smoke": 1, "quick": 3, "full": 5}[mode],
+    counts = {"runs": args.runs or {"smoke": 1, "quick": 3, "full": 7}[mode],
               "single": single, "batch": batch, "pings": pings}  # fmt: skip
 
     window = RunWindow()
