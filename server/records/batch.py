@@ -8,11 +8,11 @@ the answers in memory and writes only the final state of each record: new ones i
 INSERTs, changed ones in multi-row UPDATEs.
 
 Runs inside `Store.write_transaction`, like `apply_mutation`: the records are read locked (in
-order of id, and new ones inserted in order of id, so two batches never wait for each other
-in a circle), so they cannot change before the writes. The UPDATE is still a compare-and-set on the
-version that was read; if any statement fails or a row does not match, `BatchWriteMismatch` (or
-the database error) propagates, the caller rolls back to its savepoint and applies the items one
-by one, so a mismatch costs speed, never correctness.
+order of id, and on PostgreSQL new ones inserted in order of id, so two batches never wait for
+each other in a circle), so they cannot change before the writes. The UPDATE is still a
+compare-and-set on the version that was read; if any statement fails or a row does not match,
+`BatchWriteMismatch` (or the database error) propagates, the caller rolls the transaction back
+and applies the items one by one, so a mismatch costs speed, never correctness.
 """
 
 from __future__ import annotations
@@ -112,7 +112,11 @@ def apply_mutation_batch(
         replies.append(Reply(status, {"record": record_columns_json(record)}))
         if gate is not None:  # a later item of the same work order knows it was sent this
             gate.sent({record["id"]: record["version"]})
-    created = [records[entity_id] for entity_id in sorted(written) if entity_id not in read_version]
+    created = [records[entity_id] for entity_id in written if entity_id not in read_version]
+    # PostgreSQL: in order of id, so that two batches inserting one id never wait for each
+    # other in a circle. SQLite has one writer: in order of change number, which its index of
+    # them takes as appends (in order of id, 100 inserts cost 0.7 ms more, 40 % of the INSERT).
+    created.sort(key=(lambda record: record["id"]) if store.is_postgres else _by_seq)
     updated = [
         (records[entity_id], read_version[entity_id])
         for entity_id in written
@@ -128,6 +132,11 @@ def apply_mutation_batch(
     if gate is not None:
         gate.flush()
     return replies
+
+
+def _by_seq(record: dict[str, Any]) -> int:
+    seq: int = record["seq"]
+    return seq
 
 
 def _conflict(record: dict[str, Any], gate: Gate | None) -> Reply:
