@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -109,11 +108,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if abandoned:
             # Left by a server that died mid-request: retries take them over at once.
             log_event(logger, logging.WARNING, "abandoned idempotency claims", count=abandoned)
-        # What the imports and the app built live as long as the process: out of the
-        # collector's sight, a full collection no longer walks them (33 ms each, measured
-        # under the batch endpoint's load, once every 100 requests or so).
-        gc.collect()
-        gc.freeze()
         stop = threading.Event()
         pruner = threading.Thread(
             target=_prune_forever, args=(context, stop), name="prune-keys", daemon=True
