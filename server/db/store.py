@@ -76,7 +76,10 @@ class ChangeSequence:
         self.start = last
         self.last = last
         self.limit = limit
-        #: Number → (id, assignee, team, created_by) of each work order inserted new at it.
+        #: The scope entries are up to date with the changes numbered up to this one.
+        self.stamped = last
+        #: Number → (id, assignee, team, created_by) of each work order inserted new at it
+        #: (after `stamped`).
         self.fresh: dict[int, tuple[str, str, str, str]] = {}
 
     def next(self) -> int:
@@ -86,8 +89,10 @@ class ChangeSequence:
         return self.last
 
     def rewind(self, last: int) -> None:
-        """Hand out the numbers after `last` again (their writes were rolled back)."""
+        """Hand out the numbers after `last` again (their writes were rolled back, and the
+        scope entries written for them)."""
         self.last = last
+        self.stamped = min(self.stamped, last)
         self.forget_fresh(last)
 
     def forget_fresh(self, after: int) -> None:
@@ -100,8 +105,13 @@ class ChangeSequence:
         self.fresh[seq] = (entity_id, assignee, team, creator)
 
     def only_fresh(self) -> dict[int, tuple[str, str, str, str]] | None:
-        """The new work orders, when they are every change this transaction numbered."""
-        return self.fresh if len(self.fresh) == self.last - self.start else None
+        """The new work orders, when they are every change numbered after `stamped`."""
+        return self.fresh if len(self.fresh) == self.last - self.stamped else None
+
+    def mark_stamped(self) -> None:
+        """The scope entries were brought up to date with every change numbered so far."""
+        self.stamped = self.last
+        self.fresh = {}
 
 
 class Store:
@@ -213,14 +223,20 @@ class Store:
                 sequence = ChangeSequence(self._counter_value())
             yield sequence
             if sequence.last != sequence.start:
-                # Every change reaches the scoped feeds in the same transaction.
-                restamp_changed(self, sequence.start, sequence.last, sequence.only_fresh())
+                self.restamp(sequence)  # every change reaches the scoped feeds in it
                 if not self.is_postgres:
                     table, p = self.tables.ChangeCounter._meta.table_name, self.db.param
                     self.db.execute_sql(
                         f'UPDATE "{table}" SET "value" = {p} WHERE "name" = {p}',
                         [sequence.last, _COUNTER],
                     )
+
+    def restamp(self, sequence: ChangeSequence) -> None:
+        """Bring the scope entries up to date with the changes `sequence` numbered so far, in
+        its write transaction (which does so at its end for any numbered later)."""
+        if sequence.last != sequence.stamped:
+            restamp_changed(self, sequence.stamped, sequence.last, sequence.only_fresh())
+            sequence.mark_stamped()
 
     def for_update(self, query: Any) -> Any:
         """`query` locking the rows it reads until the write transaction ends (PostgreSQL;

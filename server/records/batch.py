@@ -128,6 +128,10 @@ def apply_mutation_batch(
             record["seq"], record["id"], record["assignee"], record["team"], record["created_by"]
         )
     _update(store, updated)
+    # The scope entries of these rows now, not when the transaction ends: written after the
+    # log and the stored replies, SQLite took 0.35 ms more of a 16 ms batch for the same rows
+    # (the statements' costs, measured one by one, then match the raw driver's).
+    store.restamp(sequence)
     write_log(store, log)
     if gate is not None:
         gate.flush()
