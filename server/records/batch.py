@@ -70,7 +70,9 @@ def apply_mutation_batch(
     # So a batch of a device's new work orders reads nothing.
     loaded = _load(store, {m.entity_id for m in mutations if m.op != "create"})
     if gate is not None:
-        gate.load(loaded)
+        # Pins and held versions of every work order of the batch in one read, new ones too:
+        # each create's reply asked for its own (two SELECTs per create, for a scoped worker).
+        gate.load({mutation.entity_id for mutation in mutations})
     read_version = {entity_id: row["version"] for entity_id, row in loaded.items()}
     records: dict[str, dict[str, Any]] = dict(loaded)
     written: dict[str, None] = {}  # entity ids in first-write order

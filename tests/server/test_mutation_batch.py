@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 
+from server.access import Viewer
+from server.auth import add_device
 from server.db import claims
 from server.db.idempotency import IdempotentCall, Reply, execute_idempotent, request_hash
 from server.db.store import ChangeSequence, Store, open_store
+from server.gate import Gate
 from server.records.batch import RECORD_COLUMNS, apply_mutation_batch
 from server.records.mutations import ValidMutation, apply_mutation, validate_mutation
 from server.settings import Settings
@@ -158,6 +161,35 @@ def test_a_create_of_a_stored_id_rolls_the_batch_back_and_answers_as_one_by_one(
     finally:
         one_by_one.close()
         at_once.close()
+
+
+def test_a_scoped_workers_batch_reads_pins_and_held_versions_once(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_device(store, "phone", "worker")
+    [device_id] = [row.id for row in store.tables.Device.select()]
+    statements: list[str] = []
+    execute = store.db.execute_sql
+
+    def counted(sql: str, params: Any = None, *args: Any, **kwargs: Any) -> Any:
+        statements.append(sql)
+        return execute(sql, params, *args, **kwargs)
+
+    monkeypatch.setattr(store.db, "execute_sql", counted)
+
+    def statements_for(creates: int) -> int:
+        statements.clear()
+        viewer = Viewer(device_id, "phone", "", admin=False, everywhere=False)
+        mutations = [validate_mutation(create_body()) for _ in range(creates)]
+        with store.write_transaction() as sequence:
+            replies = apply_mutation_batch(
+                store, mutations, "phone", sequence, creator="phone", gate=Gate(store, viewer)
+            )
+        assert [reply.status for reply in replies] == [201] * creates
+        return len(statements)
+
+    # Each create asked for its own pins and held version (two SELECTs), 100 more for 50.
+    assert statements_for(50) == statements_for(5)
 
 
 def _effect(store: Store, mutation: ValidMutation) -> Callable[[ChangeSequence], Reply]:
