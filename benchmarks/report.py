@@ -501,7 +501,8 @@ def render_server(runs: dict[str, Run]) -> str:
               "ratio", "target"]  # fmt: skip
     return (
         table(header, rows)
-        + f"\n\n{run['metadata.mode'].capitalize()} run, medians of {run['metadata.runs']} runs,"
+        + f"\n\n{run['metadata.mode'].capitalize()} run, medians of {run['metadata.runs']} runs"
+        + " (each ratio: the median of the runs' own ratios, both sides measured in one run),"
         + f" server logging at `{run['metadata.log_level']}`."
         + f"\n{measured(run)}\n"
     )
