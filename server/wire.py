@@ -84,10 +84,15 @@ def wire_entity_id(text: object) -> str | None:
 _PLAIN = frozenset({str, int, bool, type(None)})
 
 
+def _plain(value: dict[str, Any]) -> bool:
+    """Whether every value is text, an integer, a boolean or null (orjson writes it then)."""
+    return all(type(item) in _PLAIN for item in value.values())
+
+
 def _json_text(value: dict[str, Any]) -> str | bytes:
     """`value` as JSON text: orjson's (several times faster, for every mutation of a batch)
-    when every value is text, an integer, a boolean or null, else the standard library's."""
-    if all(type(item) in _PLAIN for item in value.values()):
+    when `_plain`, else the standard library's."""
+    if _plain(value):
         try:
             return orjson.dumps(value)
         except TypeError:  # an integer past 64 bits, a lone surrogate
@@ -114,7 +119,7 @@ def check_created_fields(creates: list[dict[str, Any]]) -> list[WorkOrder] | Non
     pydantic call for a batch's hundreds instead of one each); None unless every one of them
     is plain JSON (text, integers, booleans, null) and passes, so that the caller reads
     them one by one and learns which failed, and why."""
-    if not all(type(item) in _PLAIN for fields in creates for item in fields.values()):
+    if not all(_plain(fields) for fields in creates):
         return None
     try:
         return _CREATES.validate_json(orjson.dumps(creates), strict=True)

@@ -118,7 +118,8 @@ def apply_mutation_batch(
     # PostgreSQL: in order of id, so that two batches inserting one id never wait for each
     # other in a circle. SQLite has one writer: in order of change number, which its index of
     # them takes as appends (in order of id, 100 inserts cost 0.7 ms more, 40 % of the INSERT).
-    created.sort(key=(lambda record: record["id"]) if store.is_postgres else _by_seq)
+    order = "id" if store.is_postgres else "seq"
+    created.sort(key=lambda record: record[order])
     updated = [
         (records[entity_id], read_version[entity_id])
         for entity_id in written
@@ -138,11 +139,6 @@ def apply_mutation_batch(
     if gate is not None:
         gate.flush()
     return replies
-
-
-def _by_seq(record: dict[str, Any]) -> int:
-    seq: int = record["seq"]
-    return seq
 
 
 def _conflict(record: dict[str, Any], gate: Gate | None) -> Reply:
