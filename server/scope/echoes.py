@@ -39,9 +39,16 @@ from typing import Any
 
 from server.auth import AuthenticatedDevice
 from server.db.store import Store
-from server.scope.keys import PIN
+from server.scope.keys import PIN, Scope
 
-__all__ = ["INSTALL_DESCRIPTION", "INSTALL_HEADER", "Echoes", "note_install", "own_writes"]
+__all__ = [
+    "INSTALL_DESCRIPTION",
+    "INSTALL_HEADER",
+    "Echoes",
+    "note_install",
+    "own_writes",
+    "skip_own_writes",
+]
 
 INSTALL_HEADER = "Fieldsync-Install"
 INSTALL_DESCRIPTION = (
@@ -129,3 +136,70 @@ def own_writes(
         )
         pinned.update(row[0] for row in store.db.execute_sql(sql, [PIN + user, *chunk, since]))
     return written - pinned
+
+
+def skip_own_writes(
+    store: Store, scope: Scope, echoes: Echoes, since: int, upto: int | None, limit: int
+) -> int:
+    """Where a worker's feed after `since` resumes past the run of this device's own writes
+    that starts there (at most `limit` positions, none above `upto`): `since` when the next
+    position is anything else.
+
+    The same test as `own_writes` in one statement, with no row, pin list or log read in
+    Python: a drain of 20,000 offline creates is passed in one request. It is stricter:
+    held means by the work order's own fields (one held only by a pin is left to the page),
+    and a file's change or an empty key stops the run. Read after the horizon, like the
+    page's positions; the statement sees one state of the tables, so a write landing
+    meanwhile either moved the work order past its position (not an echo: the run stops)
+    or comes at a number above `upto`."""
+    if scope.admin:
+        return since
+    tables = store.tables
+    entries = f'"{tables.ScopeEntry._meta.table_name}"'
+    param = store.db.param
+    capped = "" if upto is None else f' AND "seq" <= {param}'
+    sources = []
+    params: list[Any] = []
+    for number, key in enumerate(scope.scope_keys()):
+        sources.append(
+            f'SELECT * FROM (SELECT "entity_id", "seq" FROM {entries} WHERE "key" = {param} '
+            f'AND "seq" > {param}{capped} ORDER BY "seq" LIMIT {param}) AS k{number}'
+        )
+        params.extend([key, since, *([] if upto is None else [upto]), limit])
+    held = f"{param} IN (w.assignee, w.created_by)"
+    held_values: list[Any] = [scope.user]
+    if scope.team:
+        held = f"({held} OR w.team = {param})"
+        held_values.append(scope.team)
+    sql = (
+        f"SELECT s.seq, (w.seq = s.seq AND w.updated_by = {param} AND s.seq > {param} "
+        f"AND {held} "
+        f'AND EXISTS (SELECT 1 FROM "{tables.WorkOrderChange._meta.table_name}" AS l '
+        f"WHERE l.entity_id = w.id AND l.version = w.version AND l.device_id = {param} "
+        f"AND l.source = {param}) "
+        f"AND NOT EXISTS (SELECT 1 FROM {entries} AS p WHERE p.key = {param} "
+        f"AND p.entity_id = w.id AND p.seq > {param}) "
+        f'AND NOT EXISTS (SELECT 1 FROM "{tables.Attachment._meta.table_name}" AS a '
+        f"WHERE a.seq = s.seq)) "
+        f"FROM ({' UNION ALL '.join(sources)}) AS s "
+        f'LEFT JOIN "{tables.WorkOrder._meta.table_name}" AS w ON w.id = s.entity_id '
+        f"ORDER BY s.seq LIMIT {param}"
+    )
+    values = [
+        echoes.device_name,
+        echoes.floor,
+        *held_values,
+        echoes.device_id,
+        "device",
+        PIN + scope.user,
+        since,
+        *params,
+        limit,
+    ]
+    # Parameters bind in the order they appear: the SELECT list's, then the sources'.
+    resume = since
+    for seq, echo in store.db.execute_sql(sql, values):
+        if not echo:
+            break
+        resume = int(seq)
+    return resume

@@ -26,7 +26,7 @@ from typing import Any
 
 from server.db.store import Store
 from server.records.mutations import WIRE_FIELDS, record_columns_json
-from server.scope.echoes import Echoes, own_writes
+from server.scope.echoes import Echoes, own_writes, skip_own_writes
 from server.scope.keys import FILE, Scope
 from server.scope.pins import pinned_among
 from server.uploads.attachments import (
@@ -39,6 +39,9 @@ from server.uploads.attachments import (
 __all__ = ["feed_page"]
 
 _ROW_COLUMNS = (*WIRE_FIELDS, "seq", "created_by")
+#: Pages' worth of positions one page may pass as the device's own writes before reading its
+#: window (`skip_own_writes`: about 2 µs a position on SQLite, against 9 through the window).
+_SKIP_PAGES = 20
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,12 @@ def feed_page(
     An attachment's change has a number of its own (a position of its own in a worker's
     keys, under `FILE` + the attachment's id): it travels in `attachments` and never moves its work
     order, whose record lists its live attachments."""
-    positions = _positions(store, scope, since, limit + 1, store.horizon())
+    upto = store.horizon()
+    start = since
+    if echoes is not None:
+        # A run of the device's own writes is passed in one cheap read (a drain's feed).
+        since = skip_own_writes(store, scope, echoes, since, upto, limit * _SKIP_PAGES)
+    positions = _positions(store, scope, since, limit + 1, upto)
     has_more = len(positions) > limit
     positions = positions[:limit]
     files = _file_changes(store, [position.seq for position in positions])
@@ -163,7 +171,7 @@ def feed_page(
             if entity_id in held:
                 record = {**record_columns_json(row), "pinned": entity_id in pinned}
                 changes.append(with_attachments(record, listed))
-            elif since > 0:
+            elif start > 0:
                 changes.append({"id": entity_id, "out_of_scope": True})
     page: dict[str, Any] = {
         "changes": changes,

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from server.embedded import EmbeddedServer
+from server.scope import feed
+from server.scope.echoes import Echoes
+from server.scope.feed import feed_page
+from server.scope.keys import Scope
 from tests.support.api import ServerApi, create_body, new_id
 
 INSTALL = "Fieldsync-Install"
@@ -77,6 +82,16 @@ def test_own_writes_are_left_out_and_the_cursor_passes_them(served: EmbeddedServ
     finally:
         for api in clients:
             api.close()
+
+
+def test_a_drain_of_own_writes_is_passed_in_one_request(device: Device) -> None:
+    """A drain's worth of own writes costs one request, however small its pages: 150 of
+    them in pages of 2 would take 75 windows, 8 requests of 10."""
+    phone = device("phone", "p-1")
+    creates(phone, 150)
+    page = phone.changes(limit=2)
+    assert (page["changes"], page["has_more"]) == ([], False)
+    assert phone.changes(page["next"], limit=2) == page
 
 
 def test_what_someone_else_wrote_is_delivered(device: Device) -> None:
@@ -158,3 +173,93 @@ def test_an_install_the_server_cannot_read_leaves_nothing_out(device: Device, in
     phone = device("phone", install)
     made = creates(phone, 2)
     assert versions(phone.pull()[0]) == {(entity_id, 1) for entity_id in made}
+
+
+def _feed(
+    store: Any, scope: Scope, since: int, echoes: Echoes, limit: int
+) -> tuple[list[tuple[Any, ...]], int]:
+    """Everything the feed delivers from `since` on, page after page, and how many pages."""
+    delivered: list[tuple[Any, ...]] = []
+    pages = 0
+    while True:
+        page = feed_page(store, scope, since, limit, echoes)
+        pages += 1
+        delivered += [
+            (c["id"], c.get("version"), c.get("pinned"), c.get("out_of_scope"))
+            for c in page["changes"]
+        ]
+        since = int(page["next"])
+        if not page["has_more"]:
+            return delivered, pages
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_passing_a_run_of_own_writes_delivers_what_the_pages_would(
+    served: EmbeddedServer, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`skip_own_writes` changes where pages end, never what they deliver: from every
+    position of a random history (own writes in runs, a sibling's and the office's edits,
+    reassignments out of scope, pins and unpins), the feed with it and without it delivers
+    the same entries in the same order."""
+    make, clients = device_maker(served)
+    rng = random.Random(seed)
+    try:
+        phone = make("phone", "p-1")
+        tablet = make("tablet", "t-1")
+        office = make("office", "o-1", role="admin")
+        version: dict[str, int] = {}
+        pinned: set[str] = set()
+        bobs: set[str] = set()  # out of ana's scope
+
+        def edit(api: ServerApi, entity_id: str, **fields: Any) -> None:
+            response = api.update(entity_id, version[entity_id], **fields)
+            assert response.status_code == 200, response.text
+            version[entity_id] = response.json()["record"]["version"]
+
+        for _ in range(40):
+            step = rng.random()
+            known = sorted(set(version) - bobs)
+            if step < 0.45 or not known:
+                version.update(dict.fromkeys(creates(phone, rng.randint(1, 6)), 1))
+            elif step < 0.6:
+                edit(phone, rng.choice(known), notes=f"phone {rng.random()}")
+            elif step < 0.7:
+                edit(tablet, rng.choice(known), notes=f"tablet {rng.random()}")
+            elif step < 0.8:
+                # The office's own work order, given to ana and taken back: in, then out.
+                made = str(office.create(assignee="ana")["id"])
+                version[made] = 1
+                if rng.random() < 0.5:
+                    edit(office, made, assignee="bob")
+                    bobs.add(made)
+            elif step < 0.9:
+                entity_id = rng.choice(known)
+                if entity_id in pinned:
+                    assert tablet.client.delete(f"/v1/pins/{entity_id}").status_code == 200
+                    pinned.discard(entity_id)
+                else:
+                    assert tablet.client.post(f"/v1/pins/{entity_id}").status_code == 200
+                    pinned.add(entity_id)
+            else:
+                edit(office, rng.choice(known), priority="high")
+        assert phone.changes()["changes"] is not None  # the install's floor is recorded
+
+        store = served.store
+        devices = store.tables.Device
+        row = devices.get(devices.name == "phone")
+        echoes = Echoes(row.id, row.name, int(row.install_floor))
+        scope = Scope(row.id, "ana", "", admin=False)
+        entries = store.tables.ScopeEntry
+        positions = sorted({int(e.seq) for e in entries.select(entries.seq)})
+        limits = {since: rng.randint(1, 4) for since in [0, *positions]}
+        skipped = {since: _feed(store, scope, since, echoes, n) for since, n in limits.items()}
+        monkeypatch.setattr(feed, "skip_own_writes", lambda _s, _c, _e, since, *_: since)
+        fewer_pages = 0
+        for since, (delivered, pages) in skipped.items():
+            paged, window_pages = _feed(store, scope, since, echoes, limits[since])
+            assert delivered == paged, since
+            fewer_pages += pages < window_pages
+        assert fewer_pages, "no run of own writes was passed at once"
+    finally:
+        for api in clients:
+            api.close()
