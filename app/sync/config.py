@@ -20,9 +20,12 @@ class SyncConfig:
     batch_max_size: int = 500
     #: Batches in flight at once (2 overlaps the device's bookkeeping with the server's work).
     delivery_pipeline: int = 2
-    #: The worker's own limit on requests per second (on top of honouring 429s).
+    #: The worker's own limit on requests per second (on top of honouring 429s), inside the
+    #: server's per-device one (30/s, bursts of 300) so that a healthy device never meets
+    #: its 429. The burst covers a day offline: 20,000 edits go in 43 batches, and with a
+    #: burst of 10 the drain waited 1.65 s on this limit alone, with the server idle.
     request_rate: float = 20.0
-    request_burst: float = 10.0
+    request_burst: float = 50.0
     #: Spread of the first request after connectivity comes back, so that many devices
     #: reconnecting at once do not arrive together. 0 disables it.
     reconnect_jitter_s: float = 3.0

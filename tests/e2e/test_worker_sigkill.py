@@ -67,11 +67,13 @@ def test_sigkill_mid_send_then_restart_delivers_every_edit_once(
 
     for round_no in range(ROUNDS):
         with Store(data_dir, queue_config=QueueConfig()) as store:
-            for n in range(25):
+            # Enough to keep one-at-a-time sends going past the kill (a burst of the device's
+            # own rate limit goes out at once).
+            for n in range(80):
                 entity = store.record_edit("create", None, {"title": f"R{round_no} WO {n}"})
                 updates[entity.entity_id] = []
                 jobs_total += 1
-            for entity_id in rng.sample(sorted(updates), 15):
+            for entity_id in rng.sample(sorted(updates), 40):
                 if store.cache.get(entity_id)["deleted"]:
                     continue
                 notes = f"round {round_no} note {rng.randrange(10**6)}"
@@ -80,7 +82,7 @@ def test_sigkill_mid_send_then_restart_delivers_every_edit_once(
                 jobs_total += 1
         with log_path.open("a") as log:
             worker = start_worker(data_dir, url, device_token, log)
-            time.sleep(rng.uniform(0.05, 0.4))
+            time.sleep(rng.uniform(0.02, 0.3))
             wait_for_a_lease(data_dir)  # then kill: a request is (almost surely) in flight
             worker.send_signal(signal.SIGKILL)
             worker.wait(timeout=10)
