@@ -4,8 +4,10 @@ Pragmas, and why:
 - ``journal_mode=WAL``: readers (the UI, ``fieldsync status``) never block the worker's writes.
 - ``synchronous=FULL`` (default): every commit is fsynced, WAL included. A phone's battery dies
   without warning; an edit the person saw saved must survive it. ``NORMAL`` is accepted for
-  benchmarks and bulk imports that choose speed and can be redone. A claim alone commits at
-  ``NORMAL`` (``JobQueue.claim``): a lease forgotten by a power cut is a lease expired.
+  benchmarks and bulk imports that choose speed and can be redone. What the device learns
+  again commits at ``NORMAL`` (``JobQueue.unsynced``): a claim (a lease forgotten by a power
+  cut is a lease expired) and the replies recorded (``apply_replies``: the jobs are sent
+  again under their keys). The next fsynced commit makes them durable too.
 - ``busy_timeout=5000``: two processes (the GUI and the headless worker) share one file; a
   short wait for the write lock beats failing.
 - ``foreign_keys=ON``: attempts are deleted with their job.
@@ -50,6 +52,7 @@ __all__ = [
     "in_batches",
     "open_database",
     "read_schema_version",
+    "sync_log",
 ]
 
 DB_FILENAME = "fieldsync.sqlite3"
@@ -87,6 +90,22 @@ def connection(db: pw.SqliteDatabase) -> sqlite3.Connection:
     """The thread's sqlite3 connection, for prepared SQL on the hot paths."""
     conn: sqlite3.Connection = db.connection()
     return conn
+
+
+def sync_log(path: Path) -> None:
+    """Make every commit so far durable, as a ``synchronous=FULL`` commit would: fsync the
+    write-ahead log of the database at ``path``. For a step that follows commits made without
+    an fsync (`JobQueue.unsynced`) and cannot be undone, such as deleting files. No log file
+    means it was checkpointed, and a checkpoint syncs it first."""
+    try:
+        fd = os.open(f"{path}-wal", os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        with storage_errors(path):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class WriteTransaction:

@@ -16,7 +16,7 @@ from app.mutations import intended_fields
 from app.records import server_record_problem
 from app.states import ConflictKind
 from app.store.cache import apply_server_record, apply_server_records
-from app.store.db import WriteTransaction
+from app.store.db import WriteTransaction, sync_log
 from app.store.queue import ClaimedJob, Outcome
 from app.store.scope import remove_departed
 from app.store.store import Store
@@ -117,8 +117,11 @@ def apply_replies(
     successes: list[tuple[ClaimedJob, Reply, dict[str, Any]]] = []
     # WriteTransaction, not db.atomic(): on a full disk SQLite has already rolled back, and
     # the error must leave as StorageFullError (the engine waits and says why), not as
-    # peewee's "cannot rollback" (which stopped the engine).
-    with WriteTransaction(store.db, store.path) as conn:
+    # peewee's "cannot rollback" (which stopped the engine). Committed without an fsync
+    # (`JobQueue.unsynced`): every outcome here is learnt again. A power cut that forgets it
+    # leaves the jobs leased; their leases expire, and each is sent again under its key and
+    # answered as before (a replay), or by the server's state now (a conflict).
+    with queue.unsynced(), WriteTransaction(store.db, store.path) as conn:
         for job, mutation, reply in results:
             report.entity_ids.add(job.entity_key)
             if isinstance(reply, TransientError):
@@ -185,7 +188,9 @@ def apply_replies(
         # A work order that left the scope goes once its last unsent edit is delivered.
         departed = remove_departed(conn)
     if departed:
-        # Its photos and files go in the same step, once the removal is committed.
+        # Its photos and files go in the same step, once the removal is committed and
+        # durable: a power cut must not bring back a work order whose files are gone.
+        sync_log(store.path)
         forget_departed(store, AttachmentFiles(store.data_dir))
     return report
 
