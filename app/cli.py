@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.credentials import CredentialsError
+from app.process import without_httpx_cli
 from app.store.db import default_data_dir
 from app.store.errors import InvalidEditError, StoreError
 from app.store.scope import LIST_SCOPES, NO_LONGER_ASSIGNED
@@ -288,6 +289,7 @@ def _undecodable(argv: Sequence[str]) -> int | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    without_httpx_cli()
     argv = list(sys.argv[1:] if argv is None else argv)
     bad = _undecodable(argv)
     if bad is not None:

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from app.process import settle_collector
 from server.auth import (
     ROLES,
     DeviceExistsError,
@@ -241,25 +241,8 @@ class _ServeApp:
         if self.supervisor_pid is not None:
             end_with_supervisor(self.supervisor_pid)
         app = create_app(self.settings)
-        _settle_collector()
+        settle_collector()
         return app
-
-
-#: Container objects allocated (net) before the cyclic collector runs: a batch of 100 makes
-#: thousands, nearly all freed by reference counting, so Python's 700 ran it twice a batch.
-_YOUNG_OBJECTS = 10_000
-
-
-def _settle_collector() -> None:
-    """Tune the cyclic garbage collector of a serving process (not of the device's app, which
-    embeds the same server). What the imports and the app built live as long as the process:
-    frozen, a full collection no longer walks them (it took 33 ms once every 100 batches or
-    so); and young collections run a tenth as often. Under the batch endpoint's load the
-    collector's share fell from 0.25 to 0.05 ms of a 16 ms batch (benchmarks/server_bench.py
-    measures the result)."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(_YOUNG_OBJECTS, *gc.get_threshold()[1:])
 
 
 # uvicorn's supervisor kills a worker that does not answer its ping within this time, and a

@@ -1,6 +1,12 @@
-"""What a day offline meets on its way out besides the server: the device's own request limit."""
+"""What a day offline meets on its way out besides the server: the device's own request limit,
+and the start of the `fieldsync` process."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
 
 from app.sync.config import SyncConfig
 from app.sync.ratelimit import TokenBucket
@@ -30,3 +36,20 @@ def test_the_devices_limit_stays_inside_the_servers() -> None:
     config, server = SyncConfig(server_url="https://sync.example"), Settings()
     assert config.request_burst <= server.rate_limit_burst
     assert config.request_rate <= server.rate_limit_per_second
+
+
+IMPORTED = "import sys, httpx; print(sorted({'rich', 'click', 'pygments'} & set(sys.modules)))"
+
+
+def test_the_command_line_leaves_httpxs_own_command_line_out() -> None:
+    def imported(code: str) -> str:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    if imported(IMPORTED) == "[]":
+        pytest.skip("httpx's command line is not installed here: nothing to leave out")
+    guarded = f"from app.process import without_httpx_cli; without_httpx_cli(); {IMPORTED}"
+    assert imported(guarded) == "[]"
+    client = "import httpx; httpx.Client().close(); print('works')"  # httpx itself does
+    assert imported(f"from app.process import without_httpx_cli; without_httpx_cli(); {client}")
