@@ -152,7 +152,11 @@ def skip_own_writes(
     page's positions; the statement sees one state of the tables, so a write landing
     meanwhile either moved the work order past its position (not an echo: the run stops)
     or comes at a number above `upto`."""
-    if scope.admin:
+    held_by = [
+        *([(f"{store.db.param} IN (w.assignee, w.created_by)", scope.user)] if scope.user else []),
+        *([(f"w.team = {store.db.param}", scope.team)] if scope.team else []),
+    ]  # `Scope.holds` without its pins
+    if scope.admin or not held_by:
         return since
     tables = store.tables
     entries = f'"{tables.ScopeEntry._meta.table_name}"'
@@ -166,11 +170,7 @@ def skip_own_writes(
             f'AND "seq" > {param}{capped} ORDER BY "seq" LIMIT {param}) AS k{number}'
         )
         params.extend([key, since, *([] if upto is None else [upto]), limit])
-    held = f"{param} IN (w.assignee, w.created_by)"
-    held_values: list[Any] = [scope.user]
-    if scope.team:
-        held = f"({held} OR w.team = {param})"
-        held_values.append(scope.team)
+    held = "(" + " OR ".join(test for test, _ in held_by) + ")"
     sql = (
         f"SELECT s.seq, (w.seq = s.seq AND w.updated_by = {param} AND s.seq > {param} "
         f"AND {held} "
@@ -188,7 +188,7 @@ def skip_own_writes(
     values = [
         echoes.device_name,
         echoes.floor,
-        *held_values,
+        *(value for _, value in held_by),
         echoes.device_id,
         "device",
         PIN + scope.user,
