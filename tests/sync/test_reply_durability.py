@@ -19,29 +19,13 @@ from app.store.store import Store
 from app.sync.delivery import apply_replies, build_mutation
 from app.sync.reconcile import apply_page
 from app.sync.transport import Reply
+from tests.sync.fake_server import record as server_record
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     with Store(tmp_path / "device") as opened:  # the default durability: synchronous=FULL
         yield opened
-
-
-def server_record(**fields: Any) -> dict[str, Any]:
-    return {
-        "id": str(uuid.uuid4()),
-        "version": 1,
-        "title": "Pump",
-        "site": "",
-        "status": "open",
-        "priority": "normal",
-        "notes": "",
-        "assignee": "ana",
-        "team": "north",
-        "due_date": None,
-        "deleted": False,
-        **fields,
-    }
 
 
 def delivered(store: Store, record: dict[str, Any], trace: list[str] | None = None) -> None:
@@ -60,7 +44,7 @@ def delivered(store: Store, record: dict[str, Any], trace: list[str] | None = No
 def test_replies_commit_without_an_fsync_and_leave_the_durability_as_it_was(
     store: Store,
 ) -> None:
-    record = server_record()
+    record = server_record(str(uuid.uuid4()), assignee="ana")
     apply_page(store, [record], "1", ())
     store.record_edit("update", record["id"], {"notes": "typed"})
     seen: list[str] = []
@@ -78,7 +62,7 @@ def test_replies_commit_without_an_fsync_and_leave_the_durability_as_it_was(
 def test_a_departed_work_orders_files_go_only_once_its_removal_is_durable(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    record = server_record()
+    record = server_record(str(uuid.uuid4()), assignee="ana")
     apply_page(store, [record], "1", ())
     photo = tmp_path / "pump.jpg"
     photo.write_bytes(b"\xff\xd8\xff" + b"0" * 1000)
