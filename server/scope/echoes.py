@@ -11,8 +11,13 @@ number still passed by `next`, only when all of these hold:
   and travel as before;
 - the feed position is that write's own number: a later pin or scope stamp moves the work
   order to a number of its own, and is delivered;
-- no pin of the person (present, or removed) touched it after the device's `since`: the
-  reply does not carry `pinned`, so such a work order travels in full;
+- no pin of the person (present, or removed) touched it since the install began (above its
+  *floor*, below): the reply does not carry `pinned`, so such a work order travels in full.
+  Not "since the device's `since`": an unpin at a lower number than the write is passed
+  over unseen once the write is newer (the feed delivers a work order at its newest number
+  only), so whether the device learnt it would depend on where its pages ended. A pin
+  present when the write lands is restamped to the write's number, so it always travels;
+  an unpin since the install began makes the work order travel with each of its writes;
 - the device sent `Fieldsync-Install` and the write came from that install: its number lies
   above the install's *floor*.
 
@@ -102,14 +107,10 @@ def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
 
 
 def own_writes(
-    store: Store,
-    echoes: Echoes,
-    user: str,
-    since: int,
-    rows: Mapping[str, Mapping[str, Any]],
+    store: Store, echoes: Echoes, user: str, rows: Mapping[str, Mapping[str, Any]]
 ) -> set[str]:
     """Which of these work orders (their current rows, each at its feed position) the device
-    holds as it wrote them: the entries a page from `since` leaves out."""
+    holds as it wrote them: the entries a page leaves out."""
     mine = sorted(
         entity_id
         for entity_id, row in rows.items()
@@ -134,7 +135,8 @@ def own_writes(
             f'SELECT "entity_id" FROM {entries} WHERE "key" = {param} AND "entity_id" IN '
             f'({store.marks(len(chunk))}) AND "seq" > {param}'
         )
-        pinned.update(row[0] for row in store.db.execute_sql(sql, [PIN + user, *chunk, since]))
+        values = [PIN + user, *chunk, echoes.floor]
+        pinned.update(row[0] for row in store.db.execute_sql(sql, values))
     return written - pinned
 
 
@@ -192,7 +194,7 @@ def skip_own_writes(
         echoes.device_id,
         "device",
         PIN + scope.user,
-        since,
+        echoes.floor,
         *params,
         limit,
     ]

@@ -153,7 +153,7 @@ def feed_page(
         held = {e for e, row in rows.items() if scope.holds(row, e in pinned)}
         # Work orders' positions (an attachment's travel in `attachments`).
         orders = [p for p in mine if p.seq not in owner and p.entity_id in rows]
-        echoed = _echoes(store, scope, since, echoes, orders, rows, held)
+        echoed = _echoes(store, scope, echoes, orders, rows, held)
         rest = sorted({p.entity_id for p in orders if p.seq not in echoed})
         latest = _latest(store, scope, rest) if rest else {}
         delivered: dict[int, str] = {}
@@ -187,7 +187,6 @@ def feed_page(
 def _echoes(
     store: Store,
     scope: Scope,
-    since: int,
     echoes: Echoes | None,
     orders: Sequence[Position],
     rows: dict[str, dict[str, Any]],
@@ -204,7 +203,7 @@ def _echoes(
         return set()
     written = {p.entity_id: p.seq for p in orders if rows[p.entity_id]["seq"] == p.seq}
     candidates = {e: rows[e] for e in written if e in held}
-    own = own_writes(store, echoes, scope.user, since, candidates)
+    own = own_writes(store, echoes, scope.user, candidates)
     return {written[e] for e in own}
 
 

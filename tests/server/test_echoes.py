@@ -163,9 +163,27 @@ def test_a_pin_from_another_device_travels_in_full(device: Device) -> None:
     assert phone.update(entity_id, 2, notes="again").status_code == 200
     entries, cursor = phone.pull(cursor)
     assert [(e["id"], e["version"], e["pinned"]) for e in entries] == [(entity_id, 3, False)]
-    # Once the unpin was delivered, its own writes are left out again.
+    # Unpinned since this install began: its own writes keep travelling (with `pinned`).
     assert phone.update(entity_id, 3, notes="and again").status_code == 200
-    assert phone.pull(cursor)[0] == []
+    entries, cursor = phone.pull(cursor)
+    assert [(e["id"], e["version"], e["pinned"]) for e in entries] == [(entity_id, 4, False)]
+
+
+def test_an_unpin_reaches_the_device_whatever_page_its_own_write_falls_on(
+    device: Device,
+) -> None:
+    """The unpin's number is passed over (the write after it is newer), and the write is the
+    device's own: in pages of one position each, the unpin still arrives, with the write."""
+    phone = device("phone", "p-1")
+    sibling = device("tablet", "t-1")
+    [entity_id] = creates(phone, 1)
+    assert sibling.client.post(f"/v1/pins/{entity_id}").status_code == 200
+    entries, cursor = phone.pull()
+    assert [(e["id"], e["pinned"]) for e in entries] == [(entity_id, True)]
+    assert sibling.client.delete(f"/v1/pins/{entity_id}").status_code == 200
+    assert phone.update(entity_id, 1, notes="written before pulling").status_code == 200
+    entries, cursor = phone.pull(cursor, limit=1)
+    assert [(e["id"], e["version"], e["pinned"]) for e in entries] == [(entity_id, 2, False)]
 
 
 @pytest.mark.parametrize("install", ["", "not an id!", "x" * 65])
@@ -199,12 +217,8 @@ def test_passing_a_run_of_own_writes_delivers_what_the_pages_would(
 ) -> None:
     """`skip_own_writes` changes where pages end, never what they deliver: from every
     position of a random history (own writes in runs, a sibling's and the office's edits,
-    reassignments out of scope, pins), the feed with it and without it delivers the same
-    entries in the same order.
-
-    Without unpins: an unpin followed by an own write is delivered (`pinned: false`) only
-    when both numbers fall on one page, so the window path itself depends on where its
-    pages end there, and with it the comparison."""
+    reassignments out of scope, pins and unpins), the feed with it and without it delivers
+    the same entries in the same order."""
     make, clients = device_maker(served)
     rng = random.Random(seed)
     try:
@@ -212,6 +226,7 @@ def test_passing_a_run_of_own_writes_delivers_what_the_pages_would(
         tablet = make("tablet", "t-1")
         office = make("office", "o-1", role="admin")
         version: dict[str, int] = {}
+        pinned: set[str] = set()
         bobs: set[str] = set()  # out of ana's scope
 
         def edit(api: ServerApi, entity_id: str, **fields: Any) -> None:
@@ -237,7 +252,12 @@ def test_passing_a_run_of_own_writes_delivers_what_the_pages_would(
                     bobs.add(made)
             elif step < 0.9:
                 entity_id = rng.choice(known)
-                assert tablet.client.post(f"/v1/pins/{entity_id}").status_code == 200
+                if entity_id in pinned:
+                    assert tablet.client.delete(f"/v1/pins/{entity_id}").status_code == 200
+                    pinned.discard(entity_id)
+                else:
+                    assert tablet.client.post(f"/v1/pins/{entity_id}").status_code == 200
+                    pinned.add(entity_id)
             else:
                 edit(office, rng.choice(known), priority="high")
         assert phone.changes()["changes"] is not None  # the install's floor is recorded
