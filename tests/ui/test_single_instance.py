@@ -66,13 +66,13 @@ def test_a_killed_instance_leaves_nothing_that_stops_the_next_start(
     run: Runner, tmp_path: Path
 ) -> None:
     data_dir = tmp_path / "data"
+    data_dir.mkdir()  # before the holder opens its lock file in it
     holder = subprocess.Popen(
         [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a+');"
          " fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
          str(data_dir / "gui.lock")],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    data_dir.mkdir()
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline() == "held\n"
